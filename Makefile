@@ -1,0 +1,50 @@
+# The README's two commands: `make demo` and `make test`. Both start from a
+# fresh clone: they create .venv with $(PYTHON) (3.10 or newer) and install
+# what they need into it.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# Plug-in distributions (later issues) are installed and checked when present.
+BACKENDS := $(patsubst %/pyproject.toml,%,$(wildcard backends/*/pyproject.toml))
+PACKAGES := docmem $(foreach b,$(BACKENDS),$(wildcard $(b)/docmem_*))
+
+.PHONY: demo test lint typecheck pytest bench install clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.core: $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	touch $@
+
+$(VENV)/.dev: $(BIN)/python pyproject.toml $(wildcard backends/*/pyproject.toml)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]' \
+		$(foreach b,$(BACKENDS),-e ./$(b))
+	touch $(VENV)/.core $@
+
+install: $(VENV)/.dev
+
+## make demo: the scripted two-session agent on the default store file://./.docmem
+demo: $(VENV)/.core
+	$(BIN)/python examples/quickstart.py
+
+## make test: lint, type-check and run every test (what .ci/run calls)
+test: lint typecheck pytest
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.dev
+	$(BIN)/mypy --strict $(PACKAGES)
+
+pytest: $(VENV)/.dev
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## make bench: the benchmarks, printed as ratios against raw baselines
+bench: $(VENV)/.core
+	$(BIN)/python benchmarks/local.py
+
+clean:
+	rm -rf $(VENV) .docmem .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,210 @@
+"""The storage contract: a versioned blob per key, changed only by conditional writes.
+
+A backend stores opaque bytes under opaque keys. ``write`` is compare-and-swap:
+``expected=None`` creates only; otherwise the stored version must still be
+``expected``. There is no unconditional write. Backends are found by URL
+scheme: ``memory://`` and ``file://`` are built in, other schemes resolve
+through the entry-point group ``docmem.backends`` (a scheme ``a+b`` resolves
+the entry point ``a``).
+"""
+
+from __future__ import annotations
+
+import abc
+import re
+import threading
+from collections.abc import Iterator
+from importlib import import_module
+from importlib.metadata import entry_points
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import msgspec
+
+from .errors import InvalidArgument, StoreNotConfigured
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Backend",
+    "Stored",
+    "check_key",
+    "open_store",
+    "register_backend",
+    "url_options",
+]
+
+ENTRY_POINT_GROUP = "docmem.backends"
+
+#: Built-in and well-known schemes: ``"module:Class"`` strings, imported on first use.
+_BUILTIN: dict[str, str] = {
+    "memory": "docmem.backends.memory:MemoryBackend",
+    "file": "docmem.backends.local:LocalBackend",
+}
+#: What to install for schemes served by docmem's own plug-in distributions.
+_INSTALL_HINTS: dict[str, str] = {
+    "s3": "docmem-s3",
+    "fsspec": "docmem-fsspec",
+    "gs": "docmem-fsspec",
+    "gcs": "docmem-fsspec",
+    "az": "docmem-fsspec",
+    "abfs": "docmem-fsspec",
+}
+_registered: dict[str, str | type[Backend]] = {}
+_registry_lock = threading.Lock()
+
+
+class Stored(msgspec.Struct, frozen=True):
+    """What a read returns: the exact bytes and their opaque version token."""
+
+    data: bytes
+    version: str
+
+
+class Backend(abc.ABC):
+    """A store of versioned blobs; see DESIGN section 4 for the full promise.
+
+    Subclasses implement ``read``, ``write``, ``delete``, ``keys`` and
+    ``from_url``; they must be thread-safe, survive ``fork`` (rebuild clients in
+    the child) and pickle as their URL and options. Unreachable stores raise
+    :class:`~docmem.errors.StoreUnavailable`, never answer ``None``.
+    """
+
+    #: True when several processes may share the store (enables the process race tests).
+    shared_between_processes: bool = False
+
+    @classmethod
+    @abc.abstractmethod
+    def from_url(cls, url: str, **options: Any) -> Backend:
+        """Build the backend for ``url`` with ``options`` (URL query merged in). No I/O."""
+
+    @property
+    @abc.abstractmethod
+    def url(self) -> str:
+        """The URL this store was opened with (secret-free)."""
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The options that, with :attr:`url`, reopen this store (secret-free)."""
+        return {}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Stores pickle as (URL, options): the copy opens its own clients.
+        return (_reopen, (self.url, self.options))
+
+    @abc.abstractmethod
+    def read(self, key: str) -> Stored | None:
+        """The current bytes and version of ``key``, or ``None`` if it does not exist."""
+
+    @abc.abstractmethod
+    def write(self, key: str, data: bytes, *, expected: str | None) -> str:
+        """Store ``data`` if the current version is ``expected`` (``None``: create only).
+
+        Returns the new version. Raises VersionConflict when the condition does
+        not hold and WriteOutcomeUnknown when the write may have happened.
+        """
+
+    @abc.abstractmethod
+    def delete(self, key: str) -> None:
+        """Remove ``key`` and all its history (operator purge; not ``erase()``)."""
+
+    def purge_history(self, key: str) -> None:  # noqa: B027 - a default, not an abstract method
+        """Drop older versions of ``key`` kept by versioned stores; nothing by default."""
+
+    @abc.abstractmethod
+    def keys(self) -> Iterator[str]:
+        """Every stored key, in no particular order (export and admin only)."""
+
+    def close(self) -> None:  # noqa: B027 - a default, not an abstract method
+        """Release clients and file handles; the default has none."""
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def register_backend(scheme: str, target: str | type[Backend], *, clobber: bool = False) -> None:
+    """Register a backend class (or its ``"module:Class"`` path) for a URL scheme.
+
+    Entry points are the normal way for plug-ins; this is for applications and
+    tests. Replacing an existing registration needs ``clobber=True``.
+    """
+    with _registry_lock:
+        if not clobber and (scheme in _registered or scheme in _BUILTIN):
+            raise ValueError(f"URL scheme {scheme!r} is already registered; pass clobber=True")
+        _registered[scheme] = target
+
+
+def _load(target: str | type[Backend]) -> type[Backend]:
+    if isinstance(target, str):
+        module, _, name = target.partition(":")
+        loaded = getattr(import_module(module), name)
+    else:
+        loaded = target
+    if not (isinstance(loaded, type) and issubclass(loaded, Backend)):
+        raise StoreNotConfigured(f"{target!r} is not a docmem Backend class")
+    return loaded
+
+
+def _resolve(scheme: str) -> type[Backend]:
+    entry = scheme.split("+", 1)[0]
+    with _registry_lock:
+        target = _registered.get(entry)
+    if target is not None:
+        return _load(target)
+    if entry in _BUILTIN:
+        return _load(_BUILTIN[entry])
+    found = entry_points(group=ENTRY_POINT_GROUP, name=entry)
+    for point in found:
+        return _load(point.load())
+    hint = _INSTALL_HINTS.get(entry)
+    advice = f"install {hint} (pip install {hint})" if hint else "install a docmem backend for it"
+    raise StoreNotConfigured(
+        f"no docmem backend for URL scheme {entry!r}: {advice}, or use file:///path or memory://"
+    )
+
+
+def open_store(url: str | None, **options: Any) -> Backend:
+    """Open the store a URL names, without any I/O.
+
+    ``file:///abs/path``, ``file://./rel/path`` and ``file:rel/path`` are local
+    directories; ``memory://`` is a private in-process store and
+    ``memory://name`` a named one shared within the process. Other schemes come
+    from installed plug-ins. URL query parameters become options; keyword
+    arguments win over them. ``None`` or an empty URL is an error, never a
+    default store.
+    """
+    if url is None or not str(url).strip():
+        raise StoreNotConfigured(
+            "no memory store configured: pass a URL such as 'file:///var/lib/agent/memory' "
+            "or 'memory://' (an S3 bucket needs docmem-s3)"
+        )
+    scheme = urlsplit(url).scheme
+    if not scheme:
+        raise StoreNotConfigured(
+            "the store URL has no scheme: use 'file:///path', 'file://./path' or 'memory://'"
+        )
+    backend_class = _resolve(scheme.lower())
+    return backend_class.from_url(url, **options)
+
+
+def _reopen(url: str, options: dict[str, Any]) -> Backend:
+    return open_store(url, **options)
+
+
+def url_options(url: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The URL's query parameters with keyword ``options`` taking precedence."""
+    merged: dict[str, Any] = dict(parse_qsl(urlsplit(url).query, keep_blank_values=True))
+    merged.update(options)
+    return merged
+
+
+def check_key(key: str) -> str:
+    """Refuse keys a backend could turn into a path outside its own space."""
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
+        raise InvalidArgument("a storage key is 1-200 characters of [A-Za-z0-9_-]")
+    return key
+
+
+_KEY = re.compile(r"[A-Za-z0-9_-]{1,200}")

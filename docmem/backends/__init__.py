@@ -1,0 +1,1 @@
+"""Built-in backends: ``memory://`` (in-process) and ``file://`` (local disk)."""

@@ -1,0 +1,183 @@
+"""``file://``: one file per key on a local disk, changed under a per-key file lock.
+
+A write takes ``<key>.md.lock``, compares the current version (SHA-256 of the
+bytes), writes a temp file in the same directory, fsyncs it, renames it over
+the document with ``os.replace`` and fsyncs the directory, so a crash at any
+point leaves the old or the new document, never a torn one. Files fan out
+over two directory levels (``ab/cd/<key>.md``) so a million scopes never share
+one directory. Local disks only: ``flock`` is not reliable on NFS or SMB.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+from filelock import FileLock, Timeout
+
+from ..backend import Backend, Stored, check_key, url_options
+from ..errors import (
+    StoreBusy,
+    StoreNotConfigured,
+    StoreUnavailable,
+    VersionConflict,
+    WriteOutcomeUnknown,
+)
+
+__all__ = ["LocalBackend"]
+
+_SUFFIX = ".md"
+
+
+def _version(data: bytes) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode("ascii")
+
+
+def _root_of(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.netloc in ("", "localhost"):
+        path = parts.path
+    elif parts.netloc in (".", ".."):
+        path = parts.netloc + parts.path
+    else:
+        raise StoreNotConfigured(
+            "file:// URLs name a local path: "
+            "use file:///abs/path, file://./rel/path or file:rel/path"
+        )
+    if not path:
+        raise StoreNotConfigured("the file:// URL has no path")
+    return os.path.abspath(unquote(path))
+
+
+def _fsync_directory(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class LocalBackend(Backend):
+    """Documents as files under ``root``; see the module docstring for the write recipe."""
+
+    shared_between_processes = True
+
+    def __init__(self, root: str | os.PathLike[str], *, lock_timeout: float = 10.0) -> None:
+        self._root = os.path.abspath(os.fspath(root))
+        self._lock_timeout = float(lock_timeout)
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> LocalBackend:
+        merged = url_options(url, options)
+        lock_timeout = merged.pop("lock_timeout", 10.0)
+        if merged:
+            raise StoreNotConfigured(
+                f"unknown file:// options: {', '.join(sorted(merged))} (known: lock_timeout)"
+            )
+        try:
+            timeout = float(lock_timeout)
+        except ValueError:
+            raise StoreNotConfigured("file:// option lock_timeout must be a number") from None
+        return cls(_root_of(url), lock_timeout=timeout)
+
+    @property
+    def root(self) -> str:
+        """The absolute directory holding the documents."""
+        return self._root
+
+    @property
+    def url(self) -> str:
+        return "file://" + quote(self._root)
+
+    def path(self, key: str) -> str:
+        """Where ``key`` lives: ``<root>/ab/cd/<key>.md`` with ``abcd`` from SHA-256(key)."""
+        fan = hashlib.sha256(check_key(key).encode("ascii")).hexdigest()
+        return os.path.join(self._root, fan[:2], fan[2:4], key + _SUFFIX)
+
+    def read(self, key: str) -> Stored | None:
+        path = self.path(key)
+        try:
+            with open(path, "rb") as file:
+                data = file.read()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot read from the file:// store ({exc.strerror})") from exc
+        return Stored(data=data, version=_version(data))
+
+    def _current_version(self, path: str) -> str | None:
+        try:
+            with open(path, "rb") as file:
+                return _version(file.read())
+        except FileNotFoundError:
+            return None
+
+    @contextlib.contextmanager
+    def _locked(self, path: str) -> Iterator[None]:
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            lock = FileLock(path + ".lock", timeout=self._lock_timeout)
+            with lock:
+                yield
+        except Timeout as exc:
+            raise StoreBusy(
+                f"the file:// lock was held for more than {self._lock_timeout:g} s"
+            ) from exc
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot write to the file:// store ({exc.strerror})") from exc
+
+    def write(self, key: str, data: bytes, *, expected: str | None) -> str:
+        path = self.path(key)
+        directory = os.path.dirname(path)
+        with self._locked(path):
+            if self._current_version(path) != expected:
+                raise VersionConflict("the stored version is not the expected one")
+            fd, temp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=_SUFFIX)
+            try:
+                with os.fdopen(fd, "wb") as file:
+                    file.write(data)
+                    file.flush()
+                    os.fsync(file.fileno())
+                os.replace(temp, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
+                raise
+            try:
+                _fsync_directory(directory)
+            except OSError as exc:
+                raise WriteOutcomeUnknown(
+                    "the document was replaced but the directory could not be synced"
+                ) from exc
+        return _version(data)
+
+    def delete(self, key: str) -> None:
+        path = self.path(key)
+        with self._locked(path):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            _fsync_directory(os.path.dirname(path))
+
+    def keys(self) -> Iterator[str]:
+        try:
+            first_level = sorted(os.listdir(self._root))
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot list the file:// store ({exc.strerror})") from exc
+        for first in first_level:
+            for second in sorted(os.listdir(os.path.join(self._root, first))):
+                directory = os.path.join(self._root, first, second)
+                for name in sorted(os.listdir(directory)):
+                    if name.endswith(_SUFFIX) and not name.startswith("."):
+                        yield name[: -len(_SUFFIX)]
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return {"lock_timeout": self._lock_timeout}

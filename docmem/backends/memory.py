@@ -1,0 +1,107 @@
+"""``memory://``: an in-process store for tests and development.
+
+Not shared between processes. ``memory://`` opens a fresh private store;
+``memory://name`` opens a named store shared by everything in the process
+that opens the same name (and by unpickled copies of it).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..backend import Backend, Stored, check_key, url_options
+from ..errors import StoreNotConfigured, StoreUnavailable, VersionConflict
+
+__all__ = ["MemoryBackend"]
+
+
+class _Space:
+    """The data of one named store and the lock that guards it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.blobs: dict[str, Stored] = {}
+        self.versions = itertools.count(1)
+
+
+_spaces: dict[str, _Space] = {}
+_spaces_lock = threading.Lock()
+
+
+def _reinit_after_fork() -> None:
+    # A lock held by another thread at fork time would never be released in the child.
+    global _spaces_lock
+    _spaces_lock = threading.Lock()
+    for space in _spaces.values():
+        space.lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reinit_after_fork)
+
+
+class MemoryBackend(Backend):
+    """A dict of blobs behind a lock; versions are never-repeating counters."""
+
+    shared_between_processes = False
+
+    def __init__(self, name: str | None = None) -> None:
+        self._name = name or f"anonymous-{uuid.uuid4().hex}"
+        with _spaces_lock:
+            self._space = _spaces.setdefault(self._name, _Space())
+        self._closed = False
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> MemoryBackend:
+        parts = urlsplit(url)
+        unknown = sorted(url_options(url, options))
+        if unknown:
+            raise StoreNotConfigured(f"memory:// takes no options; got {', '.join(unknown)}")
+        name = (parts.netloc + parts.path).strip("/")
+        return cls(name or None)
+
+    @property
+    def url(self) -> str:
+        return f"memory://{self._name}"
+
+    def _open_space(self) -> _Space:
+        if self._closed:
+            raise StoreUnavailable("the memory:// store is closed")
+        return self._space
+
+    def read(self, key: str) -> Stored | None:
+        check_key(key)
+        space = self._open_space()
+        with space.lock:
+            return space.blobs.get(key)
+
+    def write(self, key: str, data: bytes, *, expected: str | None) -> str:
+        check_key(key)
+        space = self._open_space()
+        with space.lock:
+            current = space.blobs.get(key)
+            if (current.version if current else None) != expected:
+                raise VersionConflict("the stored version is not the expected one")
+            version = str(next(space.versions))
+            space.blobs[key] = Stored(data=bytes(data), version=version)
+            return version
+
+    def delete(self, key: str) -> None:
+        check_key(key)
+        space = self._open_space()
+        with space.lock:
+            space.blobs.pop(key, None)
+
+    def keys(self) -> Iterator[str]:
+        space = self._open_space()
+        with space.lock:
+            return iter(list(space.blobs))
+
+    def close(self) -> None:
+        self._closed = True

@@ -1,0 +1,173 @@
+"""The one exception tree of docmem.
+
+Every error carries a stable ``code`` (a class attribute, safe to branch on and
+to log) and a message that never contains memory text, queries or raw scope
+values: only ids, revisions, sizes, counts and codes.
+
+::
+
+    DocmemError
+    ├── InvalidScope              invalid_scope
+    ├── InvalidArgument           invalid_argument
+    ├── StoreNotConfigured        store_not_configured
+    ├── StoreUnavailable          store_unavailable
+    ├── VersionConflict           version_conflict       (backend level)
+    ├── WriteOutcomeUnknown       write_outcome_unknown  (backend level)
+    ├── StoreBusy                 store_busy
+    ├── LimitExceeded             limit_exceeded
+    ├── ContentRejected           content_rejected
+    │   └── SecretDetected        secret_detected
+    ├── IndexExhausted            index_exhausted
+    ├── DocumentCorrupt           document_corrupt
+    ├── MutationConflict          mutation_conflict
+    ├── MutationAmbiguous         mutation_ambiguous
+    ├── ScopeFenced               scope_fenced
+    └── RecallBatchInvalid        recall_batch_invalid
+
+``VersionConflict`` and ``WriteOutcomeUnknown`` are raised by backends and
+handled inside :class:`docmem.FileMemory`; callers of the provider see the
+others. A failed mutation additionally tells whether it took effect through
+``outcome``: ``"not_committed"`` (provably no effect) or ``"unknown"``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = [
+    "ContentRejected",
+    "DocmemError",
+    "DocumentCorrupt",
+    "IndexExhausted",
+    "InvalidArgument",
+    "InvalidScope",
+    "LimitExceeded",
+    "MutationAmbiguous",
+    "MutationConflict",
+    "Outcome",
+    "RecallBatchInvalid",
+    "ScopeFenced",
+    "SecretDetected",
+    "StoreBusy",
+    "StoreNotConfigured",
+    "StoreUnavailable",
+    "VersionConflict",
+    "WriteOutcomeUnknown",
+]
+
+Outcome = Literal["committed", "not_committed", "unknown"]
+
+
+class DocmemError(Exception):
+    """Base of every docmem error; ``code`` is stable, the message content-free."""
+
+    code: str = "docmem_error"
+    #: For a failed mutation: whether it may have taken effect. ``None`` elsewhere.
+    outcome: Outcome | None = None
+
+    def __init__(self, message: str, *, outcome: Outcome | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if outcome is not None:
+            self.outcome = outcome
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InvalidScope(DocmemError, ValueError):
+    """A namespace, scope value or item id breaks the key limits."""
+
+    code = "invalid_scope"
+
+
+class InvalidArgument(DocmemError, ValueError):
+    """A caller passed an argument of the wrong type or range (e.g. a negative index)."""
+
+    code = "invalid_argument"
+
+
+class StoreNotConfigured(DocmemError):
+    """No store URL was given, or its scheme has no installed backend."""
+
+    code = "store_not_configured"
+
+
+class StoreUnavailable(DocmemError):
+    """The store could not be reached or refused the request; never read as empty."""
+
+    code = "store_unavailable"
+
+
+class VersionConflict(DocmemError):
+    """A conditional write lost: the stored version is not the expected one."""
+
+    code = "version_conflict"
+
+
+class WriteOutcomeUnknown(DocmemError):
+    """A write may or may not have been applied (timeout, lost response)."""
+
+    code = "write_outcome_unknown"
+    outcome: Outcome | None = "unknown"
+
+
+class StoreBusy(DocmemError):
+    """The retry budget ran out while other writers kept winning."""
+
+    code = "store_busy"
+
+
+class LimitExceeded(DocmemError, ValueError):
+    """An entry, the document, or the rendered recall would exceed a limit."""
+
+    code = "limit_exceeded"
+
+
+class ContentRejected(DocmemError, ValueError):
+    """The text cannot be stored (empty after normalization, forbidden characters)."""
+
+    code = "content_rejected"
+
+
+class SecretDetected(ContentRejected):
+    """The text looks like a credential; secrets are not memory."""
+
+    code = "secret_detected"
+
+
+class IndexExhausted(DocmemError):
+    """The scope has allocated every index up to 2**53 - 1."""
+
+    code = "index_exhausted"
+
+
+class DocumentCorrupt(DocmemError):
+    """The stored document breaks the format; it is never overwritten by a save."""
+
+    code = "document_corrupt"
+
+
+class MutationConflict(DocmemError):
+    """A mutation id was reused for a different request."""
+
+    code = "mutation_conflict"
+
+
+class MutationAmbiguous(DocmemError):
+    """A write's outcome can no longer be decided: the journal moved past it."""
+
+    code = "mutation_ambiguous"
+    outcome: Outcome | None = "unknown"
+
+
+class ScopeFenced(DocmemError):
+    """An operator fenced the scope for a migration; writes are refused until it lifts."""
+
+    code = "scope_fenced"
+
+
+class RecallBatchInvalid(DocmemError, ValueError):
+    """A recall batch failed validation; nothing of it was applied."""
+
+    code = "recall_batch_invalid"

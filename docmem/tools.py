@@ -1,0 +1,136 @@
+"""Model-facing tools: names, JSON schemas, argument checks and safe results.
+
+A :class:`Tool` never raises for the model's mistakes: wrong or extra
+arguments and refused requests come back as a :class:`ToolResult` with
+``is_error=True`` and a short, content-free sentence the model can act on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import DocmemError, InvalidArgument
+
+__all__ = [
+    "Tool",
+    "ToolResult",
+    "check_slot_name",
+    "mutation_id_for",
+    "qualify",
+]
+
+_SLOT_NAME = re.compile(r"[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*")
+_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+#: ``(arguments, mutation_id) -> result sentence``; raises DocmemError when refused.
+Handler = Callable[[Mapping[str, Any], str], str]
+
+
+def check_slot_name(slot: str) -> str:
+    """A slot name: 1-48 of ``[A-Za-z0-9-]`` with single ``_`` between them, never ``__``."""
+    if not isinstance(slot, str) or len(slot) > 48 or not _SLOT_NAME.fullmatch(slot):
+        raise InvalidArgument(
+            "a slot name is 1-48 characters of [A-Za-z0-9-], with single '_' allowed inside"
+        )
+    return slot
+
+
+def qualify(slot: str, tool: str) -> str:
+    """The qualified tool name ``<slot>__<tool>``."""
+    name = f"{check_slot_name(slot)}__{tool}"
+    if not _TOOL_NAME.fullmatch(name):
+        raise InvalidArgument("a qualified tool name must match ^[a-zA-Z0-9_-]{1,64}$")
+    return name
+
+
+def mutation_id_for(call_id: str | None, session_id: str | None) -> str:
+    """The mutation id of a tool call: ``session_id/call_id``, else a fresh uuid."""
+    if not call_id:
+        return f"docmem-{uuid.uuid4()}"
+    return f"{session_id or ''}/{call_id}"
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool call returns to the model: one short sentence, maybe an error."""
+
+    text: str
+    is_error: bool = False
+
+
+def _schema_error(schema: Mapping[str, Any], args: object) -> str | None:
+    """The first way ``args`` breaks ``schema`` (the small subset docmem's tools use)."""
+    if not isinstance(args, Mapping):
+        return "arguments must be a JSON object"
+    properties: Mapping[str, Mapping[str, Any]] = schema.get("properties", {})
+    extra = sorted(set(args) - set(properties))
+    if extra and schema.get("additionalProperties") is False:
+        return f"unexpected argument {extra[0]!r}; expected only {', '.join(sorted(properties))}"
+    for name in schema.get("required", ()):
+        if name not in args:
+            return f"missing required argument {name!r}"
+    for name, rule in properties.items():
+        if name not in args:
+            continue
+        value = args[name]
+        kind = rule.get("type")
+        if kind == "string":
+            if not isinstance(value, str):
+                return f"argument {name!r} must be a string"
+            if len(value) < rule.get("minLength", 0):
+                return f"argument {name!r} must not be empty"
+            if "maxLength" in rule and len(value) > rule["maxLength"]:
+                return f"argument {name!r} is longer than {rule['maxLength']:,} characters"
+        elif kind == "integer":
+            if not isinstance(value, int) or isinstance(value, bool):
+                return f"argument {name!r} must be an integer"
+            if "minimum" in rule and value < rule["minimum"]:
+                return f"argument {name!r} must be at least {rule['minimum']}"
+            if "maximum" in rule and value > rule["maximum"]:
+                return f"argument {name!r} must be at most {rule['maximum']}"
+    return None
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A model-callable tool: name, description, JSON schema and its handler."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    handler: Handler = field(repr=False)
+
+    def call(
+        self,
+        arguments: object,
+        *,
+        call_id: str | None = None,
+        session_id: str | None = None,
+    ) -> ToolResult:
+        """Run the tool; the mutation id comes from ``session_id/call_id`` (else a uuid)."""
+        problem = _schema_error(self.parameters, arguments)
+        if problem is not None:
+            return ToolResult(f"Invalid call to {self.name}: {problem}.", is_error=True)
+        assert isinstance(arguments, Mapping)
+        try:
+            return ToolResult(self.handler(arguments, mutation_id_for(call_id, session_id)))
+        except DocmemError as exc:
+            return ToolResult(exc.message[:1].upper() + exc.message[1:] + ".", is_error=True)
+
+    async def acall(
+        self,
+        arguments: object,
+        *,
+        call_id: str | None = None,
+        session_id: str | None = None,
+    ) -> ToolResult:
+        """:meth:`call` in a worker thread (a write already sent is not cancelled)."""
+        return await asyncio.to_thread(self.call, arguments, call_id=call_id, session_id=session_id)
+
+    def __call__(self, arguments: object, **kwargs: Any) -> ToolResult:
+        return self.call(arguments, **kwargs)

@@ -6,7 +6,7 @@ values: only ids, revisions, sizes, counts and codes.
 
 ::
 
-    DocmemError
+    DocmemError                   docmem_error
     ├── InvalidScope              invalid_scope
     ├── InvalidArgument           invalid_argument
     ├── StoreNotConfigured        store_not_configured

@@ -139,6 +139,8 @@ class FileMemory:
             raise InvalidArgument("FileMemory needs a store from docmem.open_store()")
         if isinstance(max_characters, bool) or not isinstance(max_characters, int):
             raise InvalidArgument("max_characters must be an integer")
+        if max_characters < 1:
+            raise InvalidArgument("max_characters must be positive")
         self.store = store
         self.max_characters = max_characters
         self.retry = retry or RetryPolicy()
@@ -149,12 +151,6 @@ class FileMemory:
         if not isinstance(scope, LockedScope):
             raise InvalidArgument("bind() needs a LockedScope from docmem.lock_scope()")
         check_slot_name(slot)
-        floor = len(render_recall(new_document(), slot))
-        if self.max_characters < floor:
-            raise InvalidArgument(
-                f"max_characters={self.max_characters:,} is below the {floor:,} characters "
-                f"an empty memory of slot {slot!r} renders to"
-            )
         return BoundMemory(self, scope, slot)
 
 

@@ -1,0 +1,32 @@
+"""Shared fixtures: stores, a locked scope and a bound memory on each built-in backend."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import docmem
+from docmem.backends.local import LocalBackend
+
+
+@pytest.fixture
+def scope() -> docmem.LockedScope:
+    return docmem.lock_scope(namespace="tests:docmem", scope=("user", "auth0", "", "u_123"))
+
+
+@pytest.fixture(params=["memory", "file"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[docmem.Backend]:
+    if request.param == "memory":
+        backend = docmem.open_store("memory://")
+    else:
+        backend = docmem.open_store(f"file://{tmp_path / 'store'}")
+        assert isinstance(backend, LocalBackend)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture
+def mem(store: docmem.Backend, scope: docmem.LockedScope) -> docmem.BoundMemory:
+    return docmem.FileMemory(store).bind(scope, slot="user")

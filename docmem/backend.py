@@ -139,7 +139,13 @@ def register_backend(scheme: str, target: str | type[Backend], *, clobber: bool 
 def _load(target: str | type[Backend]) -> type[Backend]:
     if isinstance(target, str):
         module, _, name = target.partition(":")
-        loaded = getattr(import_module(module), name)
+        try:
+            loaded = getattr(import_module(module), name)
+        except (ImportError, AttributeError) as exc:
+            raise StoreNotConfigured(
+                f"cannot load the docmem backend {target!r} ({type(exc).__name__}); "
+                "reinstall the package that provides it"
+            ) from exc
     else:
         loaded = target
     if not (isinstance(loaded, type) and issubclass(loaded, Backend)):
@@ -157,7 +163,14 @@ def _resolve(scheme: str) -> type[Backend]:
         return _load(_BUILTIN[entry])
     found = entry_points(group=ENTRY_POINT_GROUP, name=entry)
     for point in found:
-        return _load(point.load())
+        try:
+            loaded = point.load()
+        except ImportError as exc:
+            raise StoreNotConfigured(
+                f"the docmem backend for {entry!r} is installed but cannot be imported "
+                f"({type(exc).__name__}: {exc.name or 'a dependency'}); reinstall it"
+            ) from exc
+        return _load(loaded)
     hint = _INSTALL_HINTS.get(entry)
     advice = f"install {hint} (pip install {hint})" if hint else "install a docmem backend for it"
     raise StoreNotConfigured(

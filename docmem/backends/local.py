@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import math
 import os
 import tempfile
 from collections.abc import Iterator
@@ -71,6 +72,8 @@ class LocalBackend(Backend):
     def __init__(self, root: str | os.PathLike[str], *, lock_timeout: float = 10.0) -> None:
         self._root = os.path.abspath(os.fspath(root))
         self._lock_timeout = float(lock_timeout)
+        if not math.isfinite(self._lock_timeout) or self._lock_timeout <= 0:
+            raise StoreNotConfigured("file:// lock_timeout must be a positive number of seconds")
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> LocalBackend:
@@ -159,6 +162,12 @@ class LocalBackend(Backend):
 
     def delete(self, key: str) -> None:
         path = self.path(key)
+        try:
+            os.lstat(path)
+        except FileNotFoundError:
+            return  # nothing to purge; no lock file or directories for a no-op
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot reach the file:// store ({exc.strerror})") from exc
         with self._locked(path):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
@@ -166,17 +175,22 @@ class LocalBackend(Backend):
 
     def keys(self) -> Iterator[str]:
         try:
-            first_level = sorted(os.listdir(self._root))
+            for first in sorted(os.listdir(self._root)):
+                top = os.path.join(self._root, first)
+                if len(first) != 2 or not os.path.isdir(top):
+                    continue  # a stray file (README, .DS_Store) is not part of the store
+                for second in sorted(os.listdir(top)):
+                    directory = os.path.join(top, second)
+                    if len(second) != 2 or not os.path.isdir(directory):
+                        continue
+                    for name in sorted(os.listdir(directory)):
+                        if name.endswith(_SUFFIX) and not name.startswith("."):
+                            yield name[: -len(_SUFFIX)]
         except FileNotFoundError:
-            return
+            if os.path.exists(self._root):
+                raise StoreUnavailable("the file:// store changed while it was listed") from None
         except OSError as exc:
             raise StoreUnavailable(f"cannot list the file:// store ({exc.strerror})") from exc
-        for first in first_level:
-            for second in sorted(os.listdir(os.path.join(self._root, first))):
-                directory = os.path.join(self._root, first, second)
-                for name in sorted(os.listdir(directory)):
-                    if name.endswith(_SUFFIX) and not name.startswith("."):
-                        yield name[: -len(_SUFFIX)]
 
     @property
     def options(self) -> dict[str, Any]:

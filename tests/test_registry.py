@@ -1,0 +1,453 @@
+"""open_store, URL forms, the scheme registry and entry points (DESIGN section 4)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import uuid
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+import docmem
+import docmem.backend as backend_module
+from docmem import StoreNotConfigured, open_store, register_backend
+from docmem.backend import ENTRY_POINT_GROUP, Backend, Stored
+from docmem.backends.local import LocalBackend
+from docmem.backends.memory import MemoryBackend
+
+
+class FakeEntryPoint:
+    """Just enough of importlib.metadata.EntryPoint: a name and load()."""
+
+    def __init__(self, name: str, target: Any) -> None:
+        self.name = name
+        self.group = ENTRY_POINT_GROUP
+        self._target = target
+        self.loads = 0
+
+    def load(self) -> Any:
+        self.loads += 1
+        return self._target
+
+
+class RecordingBackend(MemoryBackend):
+    """A memory store that remembers the URL and options it was opened with."""
+
+    opened: ClassVar[list[tuple[str, dict[str, Any]]]] = []
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> RecordingBackend:
+        cls.opened.append((url, options))
+        return cls()
+
+
+@pytest.fixture(autouse=True)
+def isolated_registry(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """A private registry and no installed plug-ins, whatever this venv holds."""
+    monkeypatch.setattr(backend_module, "_registered", {})
+    calls: list[dict[str, Any]] = []
+
+    def no_entry_points(**selection: Any) -> list[FakeEntryPoint]:
+        calls.append(selection)
+        return []
+
+    monkeypatch.setattr(backend_module, "entry_points", no_entry_points)
+    RecordingBackend.opened = []
+    return calls
+
+
+def install_entry_points(monkeypatch: pytest.MonkeyPatch, *points: FakeEntryPoint) -> list[Any]:
+    calls: list[dict[str, Any]] = []
+
+    def fake_entry_points(**selection: Any) -> list[FakeEntryPoint]:
+        calls.append(selection)
+        return [
+            point
+            for point in points
+            if selection.get("group") == point.group and selection.get("name") == point.name
+        ]
+
+    monkeypatch.setattr(backend_module, "entry_points", fake_entry_points)
+    return calls
+
+
+# -- no store, unknown schemes ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("url", [None, "", "   "])
+def test_no_url_is_an_error_not_a_default(url: str | None) -> None:
+    with pytest.raises(StoreNotConfigured) as caught:
+        open_store(url)
+    message = str(caught.value)
+    assert "file:///" in message
+    assert "memory://" in message
+    assert caught.value.code == "store_not_configured"
+
+
+def test_url_without_scheme_says_what_to_write() -> None:
+    with pytest.raises(StoreNotConfigured, match=r"file:///path"):
+        open_store("var/lib/memory")
+
+
+def test_unknown_scheme_says_to_install_a_backend(isolated_registry: list[Any]) -> None:
+    with pytest.raises(StoreNotConfigured) as caught:
+        open_store("nope://x")
+    message = str(caught.value)
+    assert "'nope'" in message
+    assert "install" in message
+    assert "file:///" in message
+    assert isolated_registry == [{"group": "docmem.backends", "name": "nope"}]
+
+
+@pytest.mark.parametrize(
+    ("url", "distribution"),
+    [
+        ("s3://bucket", "docmem-s3"),
+        ("s3://bucket/prefix?region=eu-west-1", "docmem-s3"),
+        ("fsspec+gs://bucket/p", "docmem-fsspec"),
+        ("gs://bucket", "docmem-fsspec"),
+        ("az://container", "docmem-fsspec"),
+    ],
+)
+def test_known_plugin_scheme_names_the_distribution(url: str, distribution: str) -> None:
+    with pytest.raises(StoreNotConfigured) as caught:
+        open_store(url)
+    assert f"pip install {distribution}" in str(caught.value)
+
+
+# -- open_store does no I/O -----------------------------------------------------------------
+
+
+def test_open_store_does_no_io(tmp_path: Path) -> None:
+    open_store("file:///nonexistent/docmem/conformance/dir")
+    root = tmp_path / "a" / "b"
+    store = open_store(root.as_uri())
+    assert not (tmp_path / "a").exists()
+    assert store.read("k") is None
+    assert list(store.keys()) == []
+    assert not (tmp_path / "a").exists(), "a read or a listing created the root"
+    store.write("k", b"x", expected=None)
+    assert root.is_dir()
+
+
+def test_open_store_memory_does_no_io() -> None:
+    store = open_store("memory://")
+    assert isinstance(store, MemoryBackend)
+    assert list(store.keys()) == []
+
+
+# -- file URL forms -------------------------------------------------------------------------
+
+
+def test_file_url_absolute(tmp_path: Path) -> None:
+    store = open_store("file://" + str(tmp_path / "abs"))
+    assert isinstance(store, LocalBackend)
+    assert store.root == str(tmp_path / "abs")
+
+
+def test_file_url_localhost_is_local(tmp_path: Path) -> None:
+    store = open_store("file://localhost" + str(tmp_path / "abs"))
+    assert isinstance(store, LocalBackend)
+    assert store.root == str(tmp_path / "abs")
+
+
+def test_file_url_percent_escapes(tmp_path: Path) -> None:
+    root = tmp_path / "with space%"
+    store = open_store(root.as_uri())
+    assert isinstance(store, LocalBackend)
+    assert store.root == str(root)
+    store.write("k", b"x", expected=None)
+    assert (root).is_dir()
+
+
+@pytest.mark.parametrize("url", ["file://./rel/store", "file:rel/store", "file:./rel/store"])
+def test_file_url_relative_to_cwd(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = open_store(url)
+    assert isinstance(store, LocalBackend)
+    assert store.root == str(tmp_path / "rel" / "store")
+    # The root is fixed when the store is opened, not on every call.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    store.write("k", b"x", expected=None)
+    assert (tmp_path / "rel" / "store").is_dir()
+    assert not (elsewhere / "rel").exists()
+    # ...and the URL it pickles as is absolute, so a copy finds the same files.
+    copy = pickle.loads(pickle.dumps(store))
+    assert copy.read("k") == store.read("k")
+
+
+def test_file_url_parent_relative(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    store = open_store("file://../sibling")
+    assert isinstance(store, LocalBackend)
+    assert store.root == str(tmp_path / "sibling")
+
+
+@pytest.mark.parametrize(
+    "url", ["file://otherhost/x", "file://server.example.com/share/x", "file://10.0.0.1/x"]
+)
+def test_file_url_with_remote_host_is_refused(url: str) -> None:
+    with pytest.raises(StoreNotConfigured, match="local path"):
+        open_store(url)
+
+
+@pytest.mark.parametrize("url", ["file://", "file:"])
+def test_file_url_without_path_is_refused(url: str) -> None:
+    with pytest.raises(StoreNotConfigured):
+        open_store(url)
+
+
+def test_file_scheme_is_case_insensitive(tmp_path: Path) -> None:
+    store = open_store("FILE://" + str(tmp_path / "s"))
+    assert isinstance(store, LocalBackend)
+
+
+# -- options --------------------------------------------------------------------------------
+
+
+def test_file_options_from_query_and_keywords(tmp_path: Path) -> None:
+    url = (tmp_path / "s").as_uri()
+    assert open_store(url).options == {"lock_timeout": 10.0}
+    assert open_store(url + "?lock_timeout=2.5").options == {"lock_timeout": 2.5}
+    # Keyword arguments win over the query.
+    assert open_store(url + "?lock_timeout=2.5", lock_timeout=7).options == {"lock_timeout": 7.0}
+
+
+@pytest.mark.parametrize(
+    ("url", "options"),
+    [
+        ("file:///tmp/docmem-x?bogus=1", {}),
+        ("file:///tmp/docmem-x", {"bogus": 1}),
+        ("file:///tmp/docmem-x?lock_timeout=soon", {}),
+        ("memory://?x=1", {}),
+        ("memory://named?x=1", {}),
+        ("memory://", {"x": 1}),
+    ],
+)
+def test_unknown_or_bad_options_are_refused(url: str, options: dict[str, Any]) -> None:
+    with pytest.raises(StoreNotConfigured):
+        open_store(url, **options)
+
+
+def test_unknown_file_option_names_the_known_ones() -> None:
+    with pytest.raises(StoreNotConfigured, match=r"bogus.*lock_timeout"):
+        open_store("file:///tmp/docmem-x?bogus=1")
+
+
+# -- register_backend -----------------------------------------------------------------------
+
+
+def test_register_backend_class() -> None:
+    register_backend("rec", RecordingBackend)
+    store = open_store("rec://somewhere?a=1", b=2)
+    assert isinstance(store, RecordingBackend)
+    assert RecordingBackend.opened == [("rec://somewhere?a=1", {"b": 2})]
+
+
+def test_register_backend_by_import_path() -> None:
+    register_backend("lazy", "docmem.backends.memory:MemoryBackend")
+    assert type(open_store("lazy://")) is MemoryBackend
+
+
+def test_register_backend_needs_clobber_to_replace() -> None:
+    register_backend("rec", RecordingBackend)
+    with pytest.raises(ValueError, match="clobber"):
+        register_backend("rec", MemoryBackend)
+    assert isinstance(open_store("rec://"), RecordingBackend)
+    register_backend("rec", MemoryBackend, clobber=True)
+    assert type(open_store("rec://")) is MemoryBackend
+
+
+def test_builtin_schemes_need_clobber_to_replace() -> None:
+    for scheme in ("memory", "file"):
+        with pytest.raises(ValueError, match="clobber"):
+            register_backend(scheme, RecordingBackend)
+    assert type(open_store("memory://")) is MemoryBackend
+    register_backend("memory", RecordingBackend, clobber=True)
+    assert isinstance(open_store("memory://"), RecordingBackend)
+
+
+def test_registered_scheme_with_plus_resolves_its_first_part() -> None:
+    register_backend("rec", RecordingBackend)
+    assert isinstance(open_store("rec+inner://x"), RecordingBackend)
+    assert RecordingBackend.opened[-1][0] == "rec+inner://x"
+
+
+@pytest.mark.parametrize("target", [dict, "collections:OrderedDict", object()])
+def test_registered_non_backend_is_refused(target: Any) -> None:
+    register_backend("odd", target)
+    with pytest.raises(StoreNotConfigured, match="not a docmem Backend"):
+        open_store("odd://")
+
+
+# -- entry points ---------------------------------------------------------------------------
+
+
+def test_entry_point_is_resolved(monkeypatch: pytest.MonkeyPatch) -> None:
+    point = FakeEntryPoint("plug", RecordingBackend)
+    calls = install_entry_points(monkeypatch, point)
+    store = open_store("plug://bucket/prefix?x=1")
+    assert isinstance(store, RecordingBackend)
+    assert calls == [{"group": "docmem.backends", "name": "plug"}]
+    assert point.loads == 1
+    assert RecordingBackend.opened == [("plug://bucket/prefix?x=1", {})]
+
+
+def test_plus_scheme_resolves_entry_point_of_first_part(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = install_entry_points(monkeypatch, FakeEntryPoint("a", RecordingBackend))
+    store = open_store("a+b://bucket/key")
+    assert isinstance(store, RecordingBackend)
+    assert calls == [{"group": "docmem.backends", "name": "a"}]
+    # The backend gets the whole URL, inner scheme included.
+    assert RecordingBackend.opened == [("a+b://bucket/key", {})]
+
+
+def test_entry_point_may_name_an_import_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    install_entry_points(monkeypatch, FakeEntryPoint("str", "docmem.backends.memory:MemoryBackend"))
+    assert type(open_store("str://")) is MemoryBackend
+
+
+def test_entry_point_loading_a_non_backend_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    install_entry_points(monkeypatch, FakeEntryPoint("bad", int))
+    with pytest.raises(StoreNotConfigured, match="not a docmem Backend"):
+        open_store("bad://")
+
+
+def test_s3_resolves_through_its_entry_point_when_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    install_entry_points(monkeypatch, FakeEntryPoint("s3", RecordingBackend))
+    assert isinstance(open_store("s3://bucket"), RecordingBackend)
+
+
+def test_builtins_and_registrations_come_before_entry_points(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = install_entry_points(
+        monkeypatch, FakeEntryPoint("memory", RecordingBackend), FakeEntryPoint("rec", dict)
+    )
+    assert type(open_store("memory://")) is MemoryBackend
+    register_backend("rec", MemoryBackend)
+    assert type(open_store("rec://")) is MemoryBackend
+    assert calls == []
+
+
+# -- memory:// sharing ----------------------------------------------------------------------
+
+
+def test_anonymous_memory_stores_are_private() -> None:
+    first, second = open_store("memory://"), open_store("memory://")
+    first.write("k", b"first", expected=None)
+    assert second.read("k") is None
+    assert first.url != second.url
+
+
+def test_named_memory_store_is_shared_within_the_process() -> None:
+    name = f"shared-{uuid.uuid4().hex}"
+    first, second = open_store(f"memory://{name}"), open_store(f"memory://{name}")
+    version = first.write("k", b"shared", expected=None)
+    assert second.read("k") == Stored(data=b"shared", version=version)
+    assert first.url == second.url == f"memory://{name}"
+    other = open_store(f"memory://other-{uuid.uuid4().hex}")
+    assert other.read("k") is None
+
+
+def test_closing_one_memory_handle_leaves_the_others_open() -> None:
+    name = f"closing-{uuid.uuid4().hex}"
+    first, second = open_store(f"memory://{name}"), open_store(f"memory://{name}")
+    first.write("k", b"x", expected=None)
+    first.close()
+    with pytest.raises(docmem.StoreUnavailable):
+        first.read("k")
+    stored = second.read("k")
+    assert stored is not None
+    assert stored.data == b"x"
+
+
+# -- pickling -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("url", ["memory://", "memory://pickled-{uuid}"])
+def test_memory_store_pickles_as_its_url(url: str) -> None:
+    store = open_store(url.format(uuid=uuid.uuid4().hex))
+    version = store.write("k", b"data", expected=None)
+    copy = pickle.loads(pickle.dumps(store))
+    assert type(copy) is MemoryBackend
+    assert copy.url == store.url
+    assert copy.read("k") == Stored(data=b"data", version=version)
+
+
+def test_file_store_pickles_as_url_and_options(tmp_path: Path) -> None:
+    store = open_store((tmp_path / "s").as_uri(), lock_timeout=3)
+    version = store.write("k", b"data", expected=None)
+    reduced = store.__reduce__()
+    assert reduced[1] == (store.url, {"lock_timeout": 3.0})
+    copy = pickle.loads(pickle.dumps(store))
+    assert isinstance(copy, LocalBackend)
+    assert copy.root == str(tmp_path / "s")
+    assert copy.options == {"lock_timeout": 3.0}
+    assert copy.read("k") == Stored(data=b"data", version=version)
+
+
+def test_pickle_reopens_through_the_registry() -> None:
+    # A pickled store is (URL, options), so unpickling goes through open_store.
+    store = open_store("memory://")
+    assert isinstance(store, Backend)
+    register_backend("memory", RecordingBackend, clobber=True)
+    assert isinstance(pickle.loads(pickle.dumps(store)), RecordingBackend)
+
+
+def test_cwd_does_not_leak_into_absolute_urls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = open_store("file:rel")
+    assert isinstance(store, LocalBackend)
+    assert os.path.isabs(store.root)
+    assert store.url.startswith("file:///")
+
+
+def test_unimportable_registration_is_store_not_configured() -> None:
+    register_backend("zz", "no.such.module:Backend")
+    with pytest.raises(StoreNotConfigured, match="cannot load the docmem backend"):
+        open_store("zz://x")
+
+
+def test_entry_point_whose_dependency_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Broken(FakeEntryPoint):
+        def load(self) -> Any:
+            raise ModuleNotFoundError("No module named 'boto3'", name="boto3")
+
+    install_entry_points(monkeypatch, Broken("s3", None))
+    with pytest.raises(StoreNotConfigured, match=r"installed but cannot be imported.*boto3"):
+        open_store("s3://bucket")
+
+
+@pytest.mark.parametrize("timeout", ["-1", "0", "nan", "inf"])
+def test_lock_timeout_must_be_positive_and_finite(tmp_path: Path, timeout: str) -> None:
+    with pytest.raises(StoreNotConfigured, match="lock_timeout"):
+        open_store(f"file://{tmp_path}?lock_timeout={timeout}")
+
+
+def test_stray_files_in_the_root_are_not_keys(tmp_path: Path) -> None:
+    store = open_store(f"file://{tmp_path}")
+    store.write("k", b"data", expected=None)
+    (tmp_path / "README.txt").write_text("not a document")
+    (tmp_path / ".DS_Store").write_bytes(b"")
+    [first] = [p for p in tmp_path.iterdir() if p.is_dir()]
+    (first / "notes.md").write_text("stray")
+    assert list(store.keys()) == ["k"]
+
+
+def test_deleting_a_missing_key_creates_nothing(tmp_path: Path) -> None:
+    store = open_store(f"file://{tmp_path / 'root'}")
+    store.delete("never-written")
+    assert not (tmp_path / "root").exists()

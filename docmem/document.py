@@ -80,9 +80,9 @@ class MemoryDocument:
     fence: str | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.entries, MappingProxyType):
-            entries = dict(sorted(self.entries.items()))
-            object.__setattr__(self, "entries", MappingProxyType(entries))
+        # Always a private, index-sorted, read-only copy: serialize() relies on the order.
+        entries = dict(sorted(self.entries.items()))
+        object.__setattr__(self, "entries", MappingProxyType(entries))
 
     def index_of(self, text: str) -> int | None:
         """The index of an entry with exactly this (normalized) text, if any."""
@@ -183,8 +183,9 @@ def parse(data: bytes) -> MemoryDocument:
     raw = header_line[len(_HEADER_START) : -len(_HEADER_END)].encode("utf-8")
     try:
         header = _header_decoder.decode(raw)
-    except msgspec.DecodeError as exc:
-        raise _corrupt("header JSON is malformed or has unknown fields", 1) from exc
+    except msgspec.DecodeError:
+        # not chained: msgspec's message quotes stored header text
+        raise _corrupt("header JSON is malformed or has unknown fields", 1) from None
     if _encoder.encode(header) != raw:
         raise _corrupt("header is not in canonical form", 1)
     _check_header(header)

@@ -11,10 +11,11 @@ ambiguous write be settled by reading instead of guessing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -208,18 +209,18 @@ class BoundMemory:
 
     def save(self, text: str, *, mutation_id: str) -> SaveResult:
         """Save one entry; an identical entry already present is a successful no-op."""
-        normalized = normalize_entry(text)
-        kind = self._memory.secret_filter(normalized)
-        if kind is not None:
-            raise SecretDetected(
-                f"the text looks like a credential ({kind}); secrets are not saved as memory",
-                outcome="not_committed",
-            )
+        with _refused_before_writing():
+            normalized = normalize_entry(text)
+            kind = self._memory.secret_filter(normalized)
+            if kind is not None:
+                raise SecretDetected(
+                    f"the text looks like a credential ({kind}); secrets are not saved as memory"
+                )
 
         def plan(
-            stored: MemoryDocument | None, record: Callable[[int | None], JournalRecord]
+            current: MemoryDocument | None, record: Callable[[int | None], JournalRecord]
         ) -> tuple[SaveResult, MemoryDocument | None]:
-            doc = stored or new_document()
+            doc = current or new_document()
             existing = doc.index_of(normalized)
             if existing is not None:
                 return SaveResult("duplicate", existing, doc.revision), None
@@ -234,8 +235,9 @@ class BoundMemory:
 
     def remove(self, index: int, *, mutation_id: str) -> RemoveResult:
         """Remove entry ``index``; an index with no entry is a successful no-op."""
-        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-            raise InvalidArgument("index must be a non-negative integer", outcome="not_committed")
+        with _refused_before_writing():
+            if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+                raise InvalidArgument("index must be a non-negative integer")
 
         def plan(
             doc: MemoryDocument | None, record: Callable[[int | None], JournalRecord]
@@ -303,7 +305,8 @@ class BoundMemory:
         ``pending`` is the revision an ambiguous write of ours would have
         produced; it decides what a later read proves (DESIGN section 5).
         """
-        id_digest = journal.id_digest(_checked_id(mutation_id))
+        with _refused_before_writing():
+            id_digest = journal.id_digest(_checked_id(mutation_id))
         request_digest = journal.request_digest(mutation_id, op, arg)
         policy = self._memory.retry
         deadline = time.monotonic() + policy.max_seconds
@@ -458,6 +461,17 @@ class BoundMemory:
     async def aerase(self, *, mutation_id: str) -> EraseResult:
         """Async :meth:`erase`."""
         return await asyncio.to_thread(self.erase, mutation_id=mutation_id)
+
+
+@contextlib.contextmanager
+def _refused_before_writing() -> Iterator[None]:
+    """Mark errors raised before any write was attempted as ``not_committed``."""
+    try:
+        yield
+    except DocmemError as exc:
+        if exc.outcome is None:
+            exc.outcome = "not_committed"
+        raise
 
 
 def _checked_id(mutation_id: str) -> str:

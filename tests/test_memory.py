@@ -557,3 +557,23 @@ def test_version_conflict_is_internal(scope: docmem.LockedScope) -> None:
 
 def test_request_digest_covers_the_id() -> None:
     assert journal.request_digest("a", "save", "x") != journal.request_digest("b", "save", "x")
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("", docmem.ContentRejected),
+        ("bell\u0007", docmem.ContentRejected),
+        ("x" * 3000, docmem.LimitExceeded),
+        ("AKIAIOSFODNN7EXAMPLE", docmem.SecretDetected),
+    ],
+)
+def test_refused_saves_report_not_committed(
+    mem: docmem.BoundMemory, text: str, error: type[docmem.DocmemError]
+) -> None:
+    with pytest.raises(error) as caught:
+        mem.save(text, mutation_id="s")
+    assert caught.value.outcome == "not_committed"
+    with pytest.raises(docmem.InvalidArgument) as bad_id:
+        mem.save("fine", mutation_id="")
+    assert bad_id.value.outcome == "not_committed"

@@ -40,7 +40,7 @@ typecheck: $(VENV)/.dev
 	$(BIN)/mypy --strict $(PACKAGES)
 
 pytest: $(VENV)/.dev
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests $(wildcard backends/*/tests) $(PYTEST_ARGS)
 
 ## make bench: the benchmarks, printed as ratios against raw baselines
 bench: $(VENV)/.core

@@ -11,9 +11,11 @@ ambiguous write be settled by reading instead of guessing.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -120,6 +122,37 @@ class RecallMessage:
     revision: int
 
 
+class _ParseCache:
+    """Documents by their exact stored bytes, newest last, at most ``size`` of them.
+
+    ``parse`` is pure and documents are immutable, so an unchanged document
+    read again (every recall, the read before each save) skips the parser.
+    Bounded: ``size`` x 64 KiB at worst.
+    """
+
+    def __init__(self, size: int = 64) -> None:
+        self._size = size
+        self._documents: collections.OrderedDict[bytes, MemoryDocument] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def parse(self, data: bytes) -> MemoryDocument:
+        with self._lock:
+            document = self._documents.get(data)
+            if document is not None:
+                self._documents.move_to_end(data)
+                return document
+        document = parse(data)  # a corrupt document raises and is not remembered
+        self.remember(data, document)
+        return document
+
+    def remember(self, data: bytes, document: MemoryDocument) -> None:
+        with self._lock:
+            self._documents[data] = document
+            self._documents.move_to_end(data)
+            while len(self._documents) > self._size:
+                self._documents.popitem(last=False)
+
+
 class FileMemory:
     """The reference provider: one bounded Markdown document per scope.
 
@@ -146,6 +179,7 @@ class FileMemory:
         self.max_characters = max_characters
         self.retry = retry or RetryPolicy()
         self.secret_filter = secret_filter
+        self._parsed = _ParseCache()
 
     def bind(self, scope: LockedScope, *, slot: str) -> BoundMemory:
         """The memory of one locked scope, shown under one slot name. No I/O."""
@@ -164,6 +198,7 @@ class BoundMemory:
         self.scope = scope
         self.slot = slot
         self._key = scope.storage_key
+        self._parsed = memory._parsed
 
     def __repr__(self) -> str:
         return f"BoundMemory(slot={self.slot!r}, key={self._key!r})"
@@ -172,7 +207,7 @@ class BoundMemory:
 
     def _load(self) -> tuple[Stored | None, MemoryDocument | None]:
         stored = self._store.read(self._key)
-        return stored, (parse(stored.data) if stored is not None else None)
+        return stored, (self._parsed.parse(stored.data) if stored is not None else None)
 
     def read(self) -> MemoryDocument | None:
         """The stored document, or ``None`` when the scope has none."""
@@ -362,6 +397,7 @@ class BoundMemory:
                     )
                     pending = updated.revision
                     continue
+                self._parsed.remember(data, updated)
                 return result
             logger.warning("docmem: retry budget exhausted on %s", self._key)
             raise StoreBusy("memory is busy: other writers kept changing it; try again shortly")

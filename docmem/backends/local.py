@@ -1,6 +1,6 @@
 """``file://``: one file per key on a local disk, changed under a per-key file lock.
 
-A write takes ``<key>.md.lock``, compares the current version (SHA-256 of the
+A write locks ``<key>.md.lock`` (``flock``), compares the current version (SHA-256 of the
 bytes), writes a temp file in the same directory, fsyncs it, renames it over
 the document with ``os.replace`` and fsyncs the directory, so a crash at any
 point leaves the old or the new document, never a torn one. Files fan out
@@ -13,14 +13,12 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import itertools
 import math
 import os
-import tempfile
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
-
-from filelock import FileLock, Timeout
 
 from ..backend import Backend, Stored, check_key, url_options
 from ..errors import (
@@ -30,10 +28,12 @@ from ..errors import (
     VersionConflict,
     WriteOutcomeUnknown,
 )
+from ._flock import LockTimeout, exclusive
 
 __all__ = ["LocalBackend"]
 
 _SUFFIX = ".md"
+_temp_names = itertools.count()
 
 
 def _version(data: bytes) -> str:
@@ -54,6 +54,49 @@ def _root_of(url: str) -> str:
     if not path:
         raise StoreNotConfigured("the file:// URL has no path")
     return os.path.abspath(unquote(path))
+
+
+def _read_file(path: str) -> bytes:
+    """The whole file in a few system calls (no buffered file object)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 17):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _write_new_file(path: str, data: bytes) -> None:
+    """Create ``path`` (which must not exist), write ``data`` and fsync it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _ensure_directory(directory: str) -> None:
+    """Create ``directory`` and its missing parents durably.
+
+    A new directory's own name lives in its parent, so each parent that
+    gained an entry is fsynced too: otherwise a crash could lose a document
+    whose save had already returned. Costs nothing once the directory exists.
+    """
+    if os.path.isdir(directory):
+        return
+    parent = os.path.dirname(directory)
+    if parent != directory:
+        _ensure_directory(parent)
+    try:
+        os.mkdir(directory)
+    except FileExistsError:
+        return
+    _fsync_directory(parent)
 
 
 def _fsync_directory(directory: str) -> None:
@@ -106,8 +149,7 @@ class LocalBackend(Backend):
     def read(self, key: str) -> Stored | None:
         path = self.path(key)
         try:
-            with open(path, "rb") as file:
-                data = file.read()
+            data = _read_file(path)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -116,19 +158,17 @@ class LocalBackend(Backend):
 
     def _current_version(self, path: str) -> str | None:
         try:
-            with open(path, "rb") as file:
-                return _version(file.read())
+            return _version(_read_file(path))
         except FileNotFoundError:
             return None
 
     @contextlib.contextmanager
     def _locked(self, path: str) -> Iterator[None]:
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            lock = FileLock(path + ".lock", timeout=self._lock_timeout)
-            with lock:
+            _ensure_directory(os.path.dirname(path))
+            with exclusive(path + ".lock", self._lock_timeout):
                 yield
-        except Timeout as exc:
+        except LockTimeout as exc:
             raise StoreBusy(
                 f"the file:// lock was held for more than {self._lock_timeout:g} s"
             ) from exc
@@ -141,12 +181,11 @@ class LocalBackend(Backend):
         with self._locked(path):
             if self._current_version(path) != expected:
                 raise VersionConflict("the stored version is not the expected one")
-            fd, temp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=_SUFFIX)
+            temp = os.path.join(
+                directory, f".tmp-{os.getpid()}-{next(_temp_names)}-{os.urandom(4).hex()}{_SUFFIX}"
+            )
             try:
-                with os.fdopen(fd, "wb") as file:
-                    file.write(data)
-                    file.flush()
-                    os.fsync(file.fileno())
+                _write_new_file(temp, data)
                 os.replace(temp, path)
             except BaseException:
                 with contextlib.suppress(OSError):

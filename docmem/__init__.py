@@ -37,6 +37,7 @@ from .errors import (
     VersionConflict,
     WriteOutcomeUnknown,
 )
+from .formats import ToolDispatcher, anthropic_tools, openai_tools
 from .keys import LockedScope, lock_scope
 from .memory import (
     BoundMemory,
@@ -47,8 +48,23 @@ from .memory import (
     RemoveResult,
     SaveResult,
 )
+from .recall import ProjectedRecall, Recalled, RecallLedger, split_recalls
 from .retry import RetryPolicy
+from .runtime import MemoryRuntime, TurnContext, TurnMemory
 from .secrets import default_secret_filter
+from .slot import (
+    CaptureContext,
+    MemoryProvider,
+    MemorySlot,
+    NamespaceContext,
+    Principal,
+    RecallContext,
+    ScopeContext,
+    SlotLock,
+    ToolsContext,
+    by_principal,
+    default_namespace,
+)
 from .tools import Tool, ToolResult
 
 __version__ = "0.1.0"
@@ -56,6 +72,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Backend",
     "BoundMemory",
+    "CaptureContext",
     "ContentRejected",
     "DocmemError",
     "DocumentCorrupt",
@@ -67,26 +84,46 @@ __all__ = [
     "LimitExceeded",
     "LockedScope",
     "MemoryDocument",
+    "MemoryProvider",
+    "MemoryRuntime",
+    "MemorySlot",
     "MutationAmbiguous",
     "MutationConflict",
     "MutationRecord",
+    "NamespaceContext",
+    "Principal",
+    "ProjectedRecall",
     "RecallBatchInvalid",
+    "RecallContext",
+    "RecallLedger",
     "RecallMessage",
+    "Recalled",
     "RemoveResult",
     "RetryPolicy",
     "SaveResult",
+    "ScopeContext",
     "ScopeFenced",
     "SecretDetected",
+    "SlotLock",
     "StoreBusy",
     "StoreNotConfigured",
     "StoreUnavailable",
     "Stored",
     "Tool",
+    "ToolDispatcher",
     "ToolResult",
+    "ToolsContext",
+    "TurnContext",
+    "TurnMemory",
     "VersionConflict",
     "WriteOutcomeUnknown",
+    "anthropic_tools",
+    "by_principal",
+    "default_namespace",
     "default_secret_filter",
     "lock_scope",
     "open_store",
+    "openai_tools",
     "register_backend",
+    "split_recalls",
 ]

@@ -49,7 +49,8 @@ from .journal import JournalRecord, Op
 from .keys import LockedScope, item_key
 from .retry import RetryPolicy
 from .secrets import SecretFilter, default_secret_filter
-from .tools import Tool, check_slot_name, qualify
+from .slot import RecallContext, ToolsContext
+from .tools import Tool, check_slot_name, qualify_tools
 
 __all__ = [
     "BoundMemory",
@@ -187,6 +188,16 @@ class FileMemory:
             raise InvalidArgument("bind() needs a LockedScope from docmem.lock_scope()")
         check_slot_name(slot)
         return BoundMemory(self, scope, slot)
+
+    # -- the MemoryProvider protocol (docmem.MemorySlot, docmem.MemoryRuntime) --
+
+    def recall(self, context: RecallContext) -> list[RecallMessage]:
+        """The current document as one keyed message, at every boundary (no capture)."""
+        return self.bind(context.scope, slot=context.slot).recall()
+
+    def tools(self, context: ToolsContext) -> dict[str, Tool]:
+        """``save_memory`` and ``remove_memory`` bound to the turn's locked scope."""
+        return self.bind(context.scope, slot=context.slot).provider_tools()
 
 
 class BoundMemory:
@@ -410,8 +421,11 @@ class BoundMemory:
 
     def tools(self) -> dict[str, Tool]:
         """``{"<slot>__save_memory": Tool, "<slot>__remove_memory": Tool}``. No I/O."""
-        save_name = qualify(self.slot, "save_memory")
-        remove_name = qualify(self.slot, "remove_memory")
+        return qualify_tools(self.slot, self.provider_tools())
+
+    def provider_tools(self) -> dict[str, Tool]:
+        """The two tools under their unqualified names, for a runtime to qualify."""
+        save_name, remove_name = "save_memory", "remove_memory"
 
         def save(arguments: Mapping[str, Any], mutation_id: str) -> str:
             result = self.save(arguments["text"], mutation_id=mutation_id)

@@ -8,6 +8,7 @@ arguments and refused requests come back as a :class:`ToolResult` with
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import uuid
 from collections.abc import Callable, Mapping
@@ -22,6 +23,7 @@ __all__ = [
     "check_slot_name",
     "mutation_id_for",
     "qualify",
+    "qualify_tools",
 ]
 
 _SLOT_NAME = re.compile(r"[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*")
@@ -46,6 +48,22 @@ def qualify(slot: str, tool: str) -> str:
     if not _TOOL_NAME.fullmatch(name):
         raise InvalidArgument("a qualified tool name must match ^[a-zA-Z0-9_-]{1,64}$")
     return name
+
+
+def qualify_tools(
+    slot: str, tools: Mapping[str, Tool], description: str | None = None
+) -> dict[str, Tool]:
+    """Copies of a provider's tools named ``<slot>__<name>``.
+
+    A slot ``description`` is prepended to every tool description with two
+    newlines. The provider's own tool objects are never changed.
+    """
+    qualified: dict[str, Tool] = {}
+    for name, tool in tools.items():
+        full = qualify(slot, name)
+        text = f"{description}\n\n{tool.description}" if description else tool.description
+        qualified[full] = dataclasses.replace(tool, name=full, description=text)
+    return qualified
 
 
 def mutation_id_for(call_id: str | None, session_id: str | None) -> str:

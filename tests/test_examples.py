@@ -54,3 +54,46 @@ def test_quickstart_on_the_default_store_twice(tmp_path: Path) -> None:
     assert "erased what an earlier run of this demo saved" in again
     assert "Saved as memory 4." in again  # indexes never repeat, also after erase
     assert "Removed memory 6." in again
+
+
+def test_conversation_projects_each_memory_once_and_supersedes(tmp_path: Path) -> None:
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import conversation
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    prompts = conversation.run(f"file://{tmp_path}")
+    assert [len(prompt) for prompt in prompts] == [1, 5, 7, 9]
+    assert prompts[0] == [f"[user] {conversation.SCRIPT[0][0]}"]  # nothing saved yet
+    # turn 1: both memories, once each, slot-name order, before the turn's input
+    assert prompts[1][2:4] == [
+        "[memory channel] # Memory: channel | 0: Alice is migrating invoices to the new system.",
+        "[memory user] # Memory: user | 0: Prefers metric units.",
+    ]
+    # turn 2: unchanged memories stay where they were, still once each
+    assert prompts[2][2:4] == prompts[1][2:4]
+    assert sum(line.startswith("[memory") for line in prompts[2]) == 2
+    # turn 3: both changed; the old copies are gone and the new ones sit before this input
+    last = prompts[3]
+    assert sum(line.startswith("[memory") for line in last) == 2
+    assert not [line for line in last if "migrating invoices" in line]
+    assert last[-3:] == [
+        "[memory channel] # Memory: channel | 1: Alice finished batch 7; batch 8 is in progress.",
+        "[memory user] # Memory: user | 0: Prefers metric units. | 1: Works from Lisbon.",
+        f"[user] {conversation.SCRIPT[3][0]}",
+    ]
+    assert "channel__remove_memory -> Removed memory 0." in last[-4]
+
+
+def test_conversation_runs_as_a_script() -> None:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "conversation.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert done.stdout.count("=== prompt of turn") == 4
+    assert "[memory user] # Memory: user | 0: Prefers metric units. | 1: Works from Lisbon." in (
+        done.stdout
+    )

@@ -181,7 +181,7 @@ def raw_read(path: str) -> bytes:
 
 def file_store(root: str) -> docmem.Backend:
     """A ``file://`` store opened the public way, from its URL."""
-    return docmem.open_store(pathlib.Path(root).as_uri())
+    return docmem.open_store(pathlib.Path(root).as_uri() + "?create=true")
 
 
 def bind(store: docmem.Backend, scope: str) -> docmem.BoundMemory:

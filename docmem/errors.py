@@ -27,7 +27,9 @@ values: only ids, revisions, sizes, counts and codes.
 ``VersionConflict`` and ``WriteOutcomeUnknown`` are raised by backends and
 handled inside :class:`docmem.FileMemory`; callers of the provider see the
 others. A failed mutation additionally tells whether it took effect through
-``outcome``: ``"not_committed"`` (provably no effect) or ``"unknown"``.
+``outcome``: ``"not_committed"`` (provably no effect), ``"unknown"``, or
+``"committed"`` (the change is stored but a follow-up step failed, such as
+purging old versions after an erase).
 """
 
 from __future__ import annotations

@@ -15,8 +15,10 @@ import collections
 import contextlib
 import functools
 import logging
+import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -123,6 +125,14 @@ class RecallMessage:
     revision: int
 
 
+_parse_caches: weakref.WeakSet[_ParseCache] = weakref.WeakSet()
+
+
+def _reset_parse_caches_after_fork() -> None:
+    for cache in list(_parse_caches):
+        cache.reset_lock()
+
+
 class _ParseCache:
     """Documents by their exact stored bytes, newest last, at most ``size`` of them.
 
@@ -134,6 +144,11 @@ class _ParseCache:
     def __init__(self, size: int = 64) -> None:
         self._size = size
         self._documents: collections.OrderedDict[bytes, MemoryDocument] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        _parse_caches.add(self)
+
+    def reset_lock(self) -> None:
+        """In a forked child: a lock held by another thread at fork would never be released."""
         self._lock = threading.Lock()
 
     def parse(self, data: bytes) -> MemoryDocument:
@@ -152,6 +167,10 @@ class _ParseCache:
             self._documents.move_to_end(data)
             while len(self._documents) > self._size:
                 self._documents.popitem(last=False)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_parse_caches_after_fork)
 
 
 class FileMemory:
@@ -181,6 +200,10 @@ class FileMemory:
         self.retry = retry or RetryPolicy()
         self.secret_filter = secret_filter
         self._parsed = _ParseCache()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The store pickles as (URL, options); the copy gets its own cache.
+        return (_rebuild_memory, (self.store, self.max_characters, self.retry, self.secret_filter))
 
     def bind(self, scope: LockedScope, *, slot: str) -> BoundMemory:
         """The memory of one locked scope, shown under one slot name. No I/O."""
@@ -213,6 +236,9 @@ class BoundMemory:
 
     def __repr__(self) -> str:
         return f"BoundMemory(slot={self.slot!r}, key={self._key!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (BoundMemory, (self._memory, self.scope, self.slot))
 
     # -- reading -----------------------------------------------------------
 
@@ -329,6 +355,11 @@ class BoundMemory:
         maximum = self._memory.max_characters
         rendered = len(render_recall(after, self.slot))
         if rendered > maximum:
+            if not before.entries:
+                raise LimitExceeded(
+                    f"this note is too long for this memory: it would render to {rendered:,} "
+                    f"characters, at most {maximum:,} allowed; save a shorter note"
+                )
             used = len(render_recall(before, self.slot))
             raise LimitExceeded(
                 f"memory is full: {used:,} of {maximum:,} characters used and this note needs "
@@ -357,6 +388,14 @@ class BoundMemory:
         policy = self._memory.retry
         deadline = time.monotonic() + policy.max_seconds
         pending: int | None = None
+
+        def recorded(document: MemoryDocument | None) -> JournalRecord | None:
+            """Our own record in ``document``: the mutation already happened."""
+            mine = journal.find(document.journal, id_digest) if document is not None else None
+            if mine is not None and mine.request_digest != request_digest:
+                raise MutationConflict("this mutation id was already used for a different request")
+            return mine
+
         try:
             for attempt in range(policy.max_attempts):
                 if attempt:
@@ -364,14 +403,8 @@ class BoundMemory:
                         break
                     time.sleep(policy.delay(attempt))
                 stored, document = self._load()
-                if document is not None:
-                    mine = journal.find(document.journal, id_digest)
-                    if mine is not None:
-                        if mine.request_digest != request_digest:
-                            raise MutationConflict(
-                                "this mutation id was already used for a different request"
-                            )
-                        return replay(mine)
+                if (mine := recorded(document)) is not None:
+                    return replay(mine)
                 if pending is not None:
                     pending = _settle(document, pending)
                 if document is not None and document.fence is not None:
@@ -411,6 +444,17 @@ class BoundMemory:
                 self._parsed.remember(data, updated)
                 return result
             logger.warning("docmem: retry budget exhausted on %s", self._key)
+            if pending is not None:
+                # The budget stops new writes, not the read that settles the last one.
+                document = self._load()[1]
+                if (mine := recorded(document)) is not None:
+                    return replay(mine)
+                pending = _settle(document, pending)
+            if pending is not None:
+                raise StoreBusy(
+                    "memory did not confirm this change in time and it may still be applied; "
+                    "try again shortly"
+                )
             raise StoreBusy("memory is busy: other writers kept changing it; try again shortly")
         except DocmemError as exc:
             if exc.outcome is None:
@@ -511,6 +555,14 @@ class BoundMemory:
     async def aerase(self, *, mutation_id: str) -> EraseResult:
         """Async :meth:`erase`."""
         return await asyncio.to_thread(self.erase, mutation_id=mutation_id)
+
+
+def _rebuild_memory(
+    store: Backend, max_characters: int, retry: RetryPolicy, secret_filter: SecretFilter
+) -> FileMemory:
+    return FileMemory(
+        store, max_characters=max_characters, retry=retry, secret_filter=secret_filter
+    )
 
 
 @contextlib.contextmanager

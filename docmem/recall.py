@@ -48,6 +48,8 @@ EARLIER_PARTICIPANT = (
 #: Raw records (superseded versions included) past which the ledger canonicalizes.
 MAX_RAW_RECORDS = 512
 MAX_RAW_BYTES = 256 * 1024
+#: Committed operation ids remembered for replay detection (the newest ones).
+MAX_OPERATIONS = 1024
 FORMAT_VERSION = 1
 
 _M = TypeVar("_M")
@@ -114,6 +116,14 @@ def _batch_digest(position: int, batches: Sequence[tuple[SlotLock, Sequence[Reca
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _validate(slot: str, messages: Sequence[Any]) -> list[Recalled]:
     seen: set[str] = set()
     checked: list[Recalled] = []
@@ -123,9 +133,15 @@ def _validate(slot: str, messages: Sequence[Any]) -> list[Recalled]:
         where = f"slot {slot!r}, message {number}"
         if not isinstance(content, str) or not content.strip():
             raise RecallBatchInvalid(f"recall batch rejected: {where} has blank content")
+        if not _is_utf8(content):
+            raise RecallBatchInvalid(f"recall batch rejected: {where} has text that is not UTF-8")
         if message_id is not None:
             if not isinstance(message_id, str) or not message_id:
                 raise RecallBatchInvalid(f"recall batch rejected: {where} has an empty id")
+            if not _is_utf8(message_id):
+                raise RecallBatchInvalid(
+                    f"recall batch rejected: {where} has an id that is not UTF-8"
+                )
             if len(message_id.encode("utf-8", "surrogatepass")) > MAX_ITEM_ID_BYTES:
                 raise RecallBatchInvalid(
                     f"recall batch rejected: {where} has an id over {MAX_ITEM_ID_BYTES:,} bytes"
@@ -192,7 +208,10 @@ class RecallLedger:
             for lock, messages in checked:
                 for message in messages:
                     self._add(operation_id, position, lock, message)
-            self._state.operations[operation_id] = digest
+            operations = self._state.operations
+            operations[operation_id] = digest
+            while len(operations) > MAX_OPERATIONS:  # oldest first: dicts keep insertion order
+                del operations[next(iter(operations))]
             if self._oversized():
                 self._canonicalize()
             return True

@@ -102,7 +102,7 @@ class MemoryRuntime:
         """Recall every active slot, apply the batch atomically, then resolve tools once."""
         locks = self.lock(context)
         if not self.ledger.committed(context.operation_id):  # a retried turn reuses its batch
-            self._recall("turn_started", context.operation_id, context, locks)
+            self._recall("turn_started", context.operation_id, len(context.history), context, locks)
         messages = self.ledger.project(context.history, locks)
         return TurnMemory(
             messages, locks, self._tools(context, locks, messages), context.session_id
@@ -121,7 +121,7 @@ class MemoryRuntime:
         self.ledger.compacted()
         operation = f"{context.operation_id}/compaction_completed"
         if not self.ledger.committed(operation):
-            self._recall("compaction_completed", operation, context, locks)
+            self._recall("compaction_completed", operation, 0, context, locks)
         return self.ledger.project(context.history, locks)
 
     def turn_completed(self, context: TurnContext) -> None:
@@ -158,7 +158,12 @@ class MemoryRuntime:
         return next(slot for slot in self.slots if slot.name == name)
 
     def _recall(
-        self, boundary: Boundary, operation: str, context: TurnContext, locks: Sequence[SlotLock]
+        self,
+        boundary: Boundary,
+        operation: str,
+        position: int,
+        context: TurnContext,
+        locks: Sequence[SlotLock],
     ) -> None:
         # Every slot recalls against the same pre-recall view; the batch commits at once.
         view = self.ledger.project(context.history, locks)
@@ -177,7 +182,7 @@ class MemoryRuntime:
                 )
                 raise
             batches.append((lock, list(messages or ())))
-        self.ledger.apply(operation, len(context.history), batches)
+        self.ledger.apply(operation, position, batches)
 
     def _tools(
         self, context: TurnContext, locks: Sequence[SlotLock], messages: list[Any]

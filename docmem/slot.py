@@ -15,14 +15,11 @@ import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Union, runtime_checkable
+from typing import Any, Literal, Protocol, Union, runtime_checkable
 
 from .errors import InvalidArgument, InvalidScope
 from .keys import LockedScope, ScopeValue, lock_scope
 from .tools import Tool, check_slot_name, qualify_tools
-
-if TYPE_CHECKING:
-    from .recall import Recalled
 
 __all__ = [
     "CaptureContext",
@@ -31,6 +28,7 @@ __all__ = [
     "NamespaceContext",
     "Principal",
     "RecallContext",
+    "RecalledItem",
     "ScopeContext",
     "SlotLock",
     "ToolsContext",
@@ -91,11 +89,11 @@ NamespaceSpec = Union[str, None, Callable[[NamespaceContext], Union[str, None]]]
 def by_principal(context: ScopeContext) -> tuple[str, str, str, str] | None:
     """The principal as ``(kind, authenticator, issuer or "", id)``.
 
-    ``None`` (slot disabled) for no principal, an anonymous or a runtime one:
-    memory that follows a person needs a person.
+    ``None`` (slot disabled) for no principal, an anonymous or a runtime one,
+    or an empty id: memory that follows a person needs a person.
     """
     principal = context.principal
-    if principal is None or principal.kind in ("anonymous", "runtime"):
+    if principal is None or principal.kind in ("anonymous", "runtime") or not principal.id:
         return None
     return (principal.kind, principal.authenticator, principal.issuer or "", principal.id)
 
@@ -164,6 +162,23 @@ class CaptureContext:
     messages: Sequence[Any]
 
 
+class RecalledItem(Protocol):
+    """What ``recall`` returns items of: ``content`` and an optional ``id`` that keys it.
+
+    :class:`docmem.Recalled` and FileMemory's :class:`docmem.RecallMessage` both fit.
+    """
+
+    @property
+    def content(self) -> str:
+        """The text shown to the model."""
+        ...
+
+    @property
+    def id(self) -> str | None:
+        """The provider's stable id for keyed supersession; ``None`` appends."""
+        ...
+
+
 @runtime_checkable
 class MemoryProvider(Protocol):
     """What a slot's provider implements.
@@ -175,7 +190,7 @@ class MemoryProvider(Protocol):
     and ``capture(CaptureContext) -> None``. Recall must be observational.
     """
 
-    def recall(self, context: RecallContext) -> Sequence[Recalled] | None:
+    def recall(self, context: RecallContext) -> Sequence[RecalledItem] | None:
         """The messages to recall for this slot and scope, or ``None``."""
         ...
 

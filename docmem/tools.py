@@ -67,10 +67,16 @@ def qualify_tools(
 
 
 def mutation_id_for(call_id: str | None, session_id: str | None) -> str:
-    """The mutation id of a tool call: ``session_id/call_id``, else a fresh uuid."""
-    if not call_id:
+    """The mutation id of a tool call: ``session_id/call_id`` when the host gives both.
+
+    Some hosts number tool calls per conversation (``call_0``, ``call_1``...),
+    so a call id alone could replay another conversation's mutation; without
+    both, every call gets a fresh uuid. ``%`` and ``/`` in the session id are
+    escaped so that no two (session, call) pairs give the same id.
+    """
+    if not call_id or not session_id:
         return f"docmem-{uuid.uuid4()}"
-    return f"{session_id or ''}/{call_id}"
+    return f"{session_id.replace('%', '%25').replace('/', '%2F')}/{call_id}"
 
 
 @dataclass(frozen=True)
@@ -130,7 +136,11 @@ class Tool:
         call_id: str | None = None,
         session_id: str | None = None,
     ) -> ToolResult:
-        """Run the tool; the mutation id comes from ``session_id/call_id`` (else a uuid)."""
+        """Run the tool; ``session_id/call_id`` is its mutation id (else a fresh uuid).
+
+        ``call_id`` must be unique within the session: a repeated one replays
+        the recorded outcome instead of acting twice.
+        """
         problem = _schema_error(self.parameters, arguments)
         if problem is not None:
             return ToolResult(f"Invalid call to {self.name}: {problem}.", is_error=True)

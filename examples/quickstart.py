@@ -18,24 +18,32 @@ import subprocess
 import sys
 import textwrap
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import docmem
 
-STORE_URL = os.environ.get("DOCMEM_STORE", "file://./.docmem")
+# create=true: the first save creates ./.docmem (by default a missing root is an error).
+STORE_URL = os.environ.get("DOCMEM_STORE", "file://./.docmem?create=true")
 NAMESPACE = "quickstart:dev:assistant"
 # Chosen from trusted context (the authenticated user), never by the model.
 USER = ("user", "demo-idp", "", "u_123")
 
 
+ToolCalls = list[tuple[str, dict[str, Any]]]
+
+
 @dataclass
 class ScriptedModel:
-    """Stands in for an LLM: returns the tool calls a model would make this turn."""
+    """Stands in for an LLM: returns the tool calls a model would make this turn.
 
-    turns: list[Any]
+    A turn is either a fixed list of calls or a function of the recalled memory.
+    """
 
-    def tool_calls(self, recalled: str) -> list[tuple[str, dict[str, Any]]]:
+    turns: list[ToolCalls | Callable[[str], ToolCalls]]
+
+    def tool_calls(self, recalled: str) -> ToolCalls:
         script = self.turns.pop(0)
         return script(recalled) if callable(script) else script
 

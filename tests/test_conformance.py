@@ -22,7 +22,7 @@ class MemoryRaw:
 
     def __init__(self, backend: MemoryBackend) -> None:
         name = backend.url.removeprefix("memory://")
-        self._space = memory_module._spaces[name]
+        self._space = memory_module._spaces.get(name) or memory_module._anonymous[name]
 
     def get(self, key: str) -> bytes | None:
         with self._space.lock:
@@ -75,7 +75,7 @@ class TestLocalBackend(BackendTests):
     def make_backend(self, tmp_path: Path) -> BackendFactory:
         # The root is not created: a store that was never written to is empty.
         counter = itertools.count()
-        return lambda: LocalBackend(tmp_path / f"store-{next(counter)}")
+        return lambda: LocalBackend(tmp_path / f"store-{next(counter)}", create=True)
 
     @pytest.fixture
     def raw(self, backend: Backend) -> RawAccess:

@@ -19,7 +19,7 @@ from docmem.document import parse
 WRITER = """
 import sys, docmem
 root, start = sys.argv[1], int(sys.argv[2])
-store = docmem.open_store("file://" + root)
+store = docmem.open_store("file://" + root + "?create=true")
 mem = docmem.FileMemory(store, max_characters=10**6).bind(
     docmem.lock_scope(namespace="crash", scope="victim"), slot="user")
 print("ready", flush=True)

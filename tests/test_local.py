@@ -16,7 +16,7 @@ from docmem.document import parse
 
 
 def test_two_level_fan_out(tmp_path: Path) -> None:
-    store = LocalBackend(tmp_path / "root")
+    store = LocalBackend(tmp_path / "root", create=True)
     store.write("memkey1_abc", b"x", expected=None)
     path = Path(store.path("memkey1_abc"))
     assert path.read_bytes() == b"x"
@@ -106,3 +106,33 @@ def test_parse_cache_never_hides_a_changed_document(tmp_path: Path) -> None:
     path.write_bytes(good)
     assert mem.recall()[0].content.endswith("0: b")
     assert parse(good).entries == {0: "b"}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX-only")
+def test_a_child_forked_while_a_lock_is_held_does_not_keep_it(tmp_path: Path) -> None:
+    path = str(tmp_path / "held.lock")
+    taken, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with exclusive(path, 10.0):
+            taken.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    assert taken.wait(10)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child lives on while the parent carries on
+        os.close(write_end)
+        os.read(read_end, 1)
+        os._exit(0)
+    os.close(read_end)
+    try:
+        release.set()
+        thread.join()
+        with exclusive(path, 2.0):  # without the at-fork handler the child keeps the lock
+            pass
+    finally:
+        os.close(write_end)
+        os.waitpid(pid, 0)

@@ -129,12 +129,28 @@ def test_one_character_past_the_limit_is_refused(
     with pytest.raises(docmem.LimitExceeded) as caught:
         tight.save(text, mutation_id="s")
     message = str(caught.value)
-    assert "memory is full" in message
-    assert f"of {needed - 1:,} characters used" in message
-    assert "remove an entry by index" in message
+    # nothing to remove yet: the note itself is too long
+    assert "too long for this memory" in message
+    assert f"{needed:,} characters, at most {needed - 1:,}" in message
     assert text not in message
     assert caught.value.outcome == "not_committed"
     assert tight.read() is None
+
+
+def test_full_memory_says_what_is_used_and_needed(
+    store: docmem.Backend, scope: docmem.LockedScope
+) -> None:
+    first, second = "First note.", "Second note."
+    used = len(render_recall(MemoryDocument({0: first}, last=0), "user"))
+    needed = len(render_recall(MemoryDocument({0: first, 1: second}, last=1), "user"))
+    tight = docmem.FileMemory(store, max_characters=needed - 1).bind(scope, slot="user")
+    tight.save(first, mutation_id="s1")
+    with pytest.raises(docmem.LimitExceeded) as caught:
+        tight.save(second, mutation_id="s2")
+    message = str(caught.value)
+    assert message.startswith(f"memory is full: {used:,} of {needed - 1:,} characters used")
+    assert f"this note needs {needed - used:,}" in message
+    assert "remove an entry by index first" in message
 
 
 def test_limit_counts_code_points(store: docmem.Backend, scope: docmem.LockedScope) -> None:
@@ -577,3 +593,55 @@ def test_refused_saves_report_not_committed(
     with pytest.raises(docmem.InvalidArgument) as bad_id:
         mem.save("fine", mutation_id="")
     assert bad_id.value.outcome == "not_committed"
+
+
+def test_lost_answer_on_the_last_attempt_is_still_settled(scope: docmem.LockedScope) -> None:
+    backend = ScriptedBackend()
+    policy = docmem.RetryPolicy(max_attempts=1, base=0.0, cap=0.0)
+    mem = docmem.FileMemory(backend, retry=policy).bind(scope, slot="user")
+    backend.script = ["lost"]
+    assert mem.save("landed", mutation_id="s") == docmem.SaveResult("saved", 0, 1)
+    assert len(backend.writes) == 1
+
+
+def test_unsent_write_on_the_last_attempt_is_reported_unknown(scope: docmem.LockedScope) -> None:
+    backend = ScriptedBackend()
+    policy = docmem.RetryPolicy(max_attempts=1, base=0.0, cap=0.0)
+    mem = docmem.FileMemory(backend, retry=policy).bind(scope, slot="user")
+    backend.script = ["unsent"]
+    with pytest.raises(docmem.StoreBusy) as caught:
+        mem.save("in flight", mutation_id="s")
+    assert caught.value.outcome == "unknown"
+    assert "may still be applied" in str(caught.value)
+
+
+def test_unsent_write_then_another_writer_is_not_committed(scope: docmem.LockedScope) -> None:
+    backend = ScriptedBackend()
+    policy = docmem.RetryPolicy(max_attempts=1, base=0.0, cap=0.0)
+    mem = docmem.FileMemory(backend, retry=policy).bind(scope, slot="user")
+    other = docmem.FileMemory(backend.inner).bind(scope, slot="user")
+
+    def someone_else_writes() -> None:
+        other.save("someone else", mutation_id="other")
+
+    backend.script = ["unsent"]
+    backend.interloper = someone_else_writes
+    with pytest.raises(docmem.StoreBusy) as caught:
+        mem.save("mine", mutation_id="s")
+    assert caught.value.outcome == "not_committed"  # the record at our revision is another's
+
+
+def test_memories_pickle_and_work_after_unpickling(scope: docmem.LockedScope) -> None:
+    import pickle
+
+    store = docmem.open_store("memory://pickled-memories")
+    memory = docmem.FileMemory(store, max_characters=500)
+    bound = memory.bind(scope, slot="user")
+    bound.save("before pickling", mutation_id="p1")
+    copy = pickle.loads(pickle.dumps(bound))
+    assert copy.slot == "user"
+    assert copy.scope == scope
+    assert copy._memory.max_characters == 500
+    assert copy.save("after pickling", mutation_id="p2").index == 1
+    assert [m.content for m in bound.recall()] == [m.content for m in copy.recall()]
+    assert pickle.loads(pickle.dumps(memory)).max_characters == 500

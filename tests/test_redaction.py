@@ -103,8 +103,8 @@ def test_tool_error_results_never_echo_content(mem: docmem.BoundMemory) -> None:
         result = save.call(arguments, call_id="c")
         assert result.is_error
         assert CANARY not in result.text
-    save.call({"text": CANARY}, call_id="same")
-    result = save.call({"text": CANARY + "!"}, call_id="same")
+    save.call({"text": CANARY}, call_id="same", session_id="s")
+    result = save.call({"text": CANARY + "!"}, call_id="same", session_id="s")
     assert result.is_error
     assert CANARY not in result.text
 

@@ -123,13 +123,32 @@ def test_known_plugin_scheme_names_the_distribution(url: str, distribution: str)
 def test_open_store_does_no_io(tmp_path: Path) -> None:
     open_store("file:///nonexistent/docmem/conformance/dir")
     root = tmp_path / "a" / "b"
-    store = open_store(root.as_uri())
+    store = open_store(root.as_uri() + "?create=true")
     assert not (tmp_path / "a").exists()
     assert store.read("k") is None
     assert list(store.keys()) == []
     assert not (tmp_path / "a").exists(), "a read or a listing created the root"
     store.write("k", b"x", expected=None)
     assert root.is_dir()
+
+
+def test_a_missing_root_is_unavailable_not_empty(tmp_path: Path) -> None:
+    store = open_store((tmp_path / "typo").as_uri())
+    for call in (
+        lambda: store.read("k"),
+        lambda: list(store.keys()),
+        lambda: store.delete("k"),
+        lambda: store.write("k", b"x", expected=None),
+    ):
+        with pytest.raises(docmem.StoreUnavailable, match="root directory does not exist"):
+            call()
+    assert not (tmp_path / "typo").exists()
+
+
+@pytest.mark.parametrize("value", ["maybe", "2"])
+def test_create_option_must_be_a_flag(tmp_path: Path, value: str) -> None:
+    with pytest.raises(StoreNotConfigured, match="create must be true or false"):
+        open_store(f"{tmp_path.as_uri()}?create={value}")
 
 
 def test_open_store_memory_does_no_io() -> None:
@@ -155,7 +174,7 @@ def test_file_url_localhost_is_local(tmp_path: Path) -> None:
 
 def test_file_url_percent_escapes(tmp_path: Path) -> None:
     root = tmp_path / "with space%"
-    store = open_store(root.as_uri())
+    store = open_store(root.as_uri() + "?create=1")
     assert isinstance(store, LocalBackend)
     assert store.root == str(root)
     store.write("k", b"x", expected=None)
@@ -167,7 +186,7 @@ def test_file_url_relative_to_cwd(
     url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    store = open_store(url)
+    store = open_store(url, create=True)
     assert isinstance(store, LocalBackend)
     assert store.root == str(tmp_path / "rel" / "store")
     # The root is fixed when the store is opened, not on every call.
@@ -215,10 +234,16 @@ def test_file_scheme_is_case_insensitive(tmp_path: Path) -> None:
 
 def test_file_options_from_query_and_keywords(tmp_path: Path) -> None:
     url = (tmp_path / "s").as_uri()
-    assert open_store(url).options == {"lock_timeout": 10.0}
-    assert open_store(url + "?lock_timeout=2.5").options == {"lock_timeout": 2.5}
+    assert open_store(url).options == {"lock_timeout": 10.0, "create": False}
+    assert open_store(url + "?lock_timeout=2.5&create=true").options == {
+        "lock_timeout": 2.5,
+        "create": True,
+    }
     # Keyword arguments win over the query.
-    assert open_store(url + "?lock_timeout=2.5", lock_timeout=7).options == {"lock_timeout": 7.0}
+    assert open_store(url + "?lock_timeout=2.5", lock_timeout=7).options == {
+        "lock_timeout": 7.0,
+        "create": False,
+    }
 
 
 @pytest.mark.parametrize(
@@ -386,14 +411,14 @@ def test_memory_store_pickles_as_its_url(url: str) -> None:
 
 
 def test_file_store_pickles_as_url_and_options(tmp_path: Path) -> None:
-    store = open_store((tmp_path / "s").as_uri(), lock_timeout=3)
+    store = open_store((tmp_path / "s").as_uri(), lock_timeout=3, create=True)
     version = store.write("k", b"data", expected=None)
     reduced = store.__reduce__()
-    assert reduced[1] == (store.url, {"lock_timeout": 3.0})
+    assert reduced[1] == (store.url, {"lock_timeout": 3.0, "create": True})
     copy = pickle.loads(pickle.dumps(store))
     assert isinstance(copy, LocalBackend)
     assert copy.root == str(tmp_path / "s")
-    assert copy.options == {"lock_timeout": 3.0}
+    assert copy.options == {"lock_timeout": 3.0, "create": True}
     assert copy.read("k") == Stored(data=b"data", version=version)
 
 
@@ -448,6 +473,23 @@ def test_stray_files_in_the_root_are_not_keys(tmp_path: Path) -> None:
 
 
 def test_deleting_a_missing_key_creates_nothing(tmp_path: Path) -> None:
-    store = open_store(f"file://{tmp_path / 'root'}")
+    store = open_store(f"file://{tmp_path / 'root'}?create=true")
     store.delete("never-written")
     assert not (tmp_path / "root").exists()
+
+
+def test_anonymous_memory_stores_are_freed_with_their_last_handle() -> None:
+    import gc
+
+    from docmem.backends import memory as memory_module
+
+    before = len(memory_module._anonymous)
+    stores = [open_store("memory://") for _ in range(50)]
+    for store in stores:
+        store.write("k", b"x" * 1000, expected=None)
+    copy = pickle.loads(pickle.dumps(stores[0]))
+    assert len(memory_module._anonymous) == before + 50
+    del stores, store
+    gc.collect()
+    assert len(memory_module._anonymous) == before + 1  # the unpickled copy keeps its space
+    assert copy.read("k") is not None

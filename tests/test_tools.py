@@ -129,8 +129,23 @@ def test_acall(mem: docmem.BoundMemory) -> None:
 
 def test_mutation_id_for() -> None:
     assert mutation_id_for("call_1", "sess") == "sess/call_1"
-    assert mutation_id_for("call_1", None) == "/call_1"
     assert mutation_id_for(None, "sess") != mutation_id_for(None, "sess")
+    # a call id alone may repeat across conversations: it is not trusted alone
+    assert mutation_id_for("call_1", None) != mutation_id_for("call_1", None)
+    # no two (session, call) pairs share an id
+    assert mutation_id_for("c", "a/b") != mutation_id_for("b/c", "a")
+    assert mutation_id_for("c", "a%2Fb") != mutation_id_for("c", "a/b")
+
+
+def test_call_id_without_session_never_replays_another_conversation(
+    mem: docmem.BoundMemory,
+) -> None:
+    save = mem.tools()["user__save_memory"]
+    remove = mem.tools()["user__remove_memory"]
+    assert save.call({"text": "Once."}, call_id="call_0").text == "Saved as memory 0."
+    remove.call({"index": 0}, call_id="call_1")
+    # the next conversation numbers its calls from call_0 again
+    assert save.call({"text": "Once."}, call_id="call_0").text == "Saved as memory 1."
 
 
 @pytest.mark.parametrize("name", ["user", "a", "team-channel", "a_b", "A9-x_y-z", "x" * 48])

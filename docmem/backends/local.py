@@ -5,7 +5,9 @@ bytes), writes a temp file in the same directory, fsyncs it, renames it over
 the document with ``os.replace`` and fsyncs the directory, so a crash at any
 point leaves the old or the new document, never a torn one. Files fan out
 over two directory levels (``ab/cd/<key>.md``) so a million scopes never share
-one directory. Local disks only: ``flock`` is not reliable on NFS or SMB.
+one directory. The root directory must exist, unless the store is opened with
+``create=true``. POSIX local disks only: ``flock`` is not reliable on NFS or
+SMB, and there is no Windows support.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import hashlib
 import itertools
 import math
 import os
+import stat
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
@@ -92,11 +95,20 @@ def _ensure_directory(directory: str) -> None:
     parent = os.path.dirname(directory)
     if parent != directory:
         _ensure_directory(parent)
-    try:
+    with contextlib.suppress(FileExistsError):  # a racing writer made it: still sync it
         os.mkdir(directory)
-    except FileExistsError:
-        return
     _fsync_directory(parent)
+
+
+def _flag(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise StoreNotConfigured("file:// option create must be true or false")
 
 
 def _fsync_directory(directory: str) -> None:
@@ -112,25 +124,52 @@ class LocalBackend(Backend):
 
     shared_between_processes = True
 
-    def __init__(self, root: str | os.PathLike[str], *, lock_timeout: float = 10.0) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], *, lock_timeout: float = 10.0, create: bool = False
+    ) -> None:
         self._root = os.path.abspath(os.fspath(root))
         self._lock_timeout = float(lock_timeout)
         if not math.isfinite(self._lock_timeout) or self._lock_timeout <= 0:
             raise StoreNotConfigured("file:// lock_timeout must be a positive number of seconds")
+        self._create = create
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> LocalBackend:
         merged = url_options(url, options)
         lock_timeout = merged.pop("lock_timeout", 10.0)
+        create = _flag(merged.pop("create", False))
         if merged:
             raise StoreNotConfigured(
-                f"unknown file:// options: {', '.join(sorted(merged))} (known: lock_timeout)"
+                f"unknown file:// options: {', '.join(sorted(merged))} "
+                "(known: lock_timeout, create)"
             )
         try:
             timeout = float(lock_timeout)
         except ValueError:
             raise StoreNotConfigured("file:// option lock_timeout must be a number") from None
-        return cls(_root_of(url), lock_timeout=timeout)
+        return cls(_root_of(url), lock_timeout=timeout, create=create)
+
+    def _root_missing(self) -> bool:
+        """Whether the root is absent; an error unless the store may create it.
+
+        A mistyped path or an unmounted volume must not read as an empty
+        memory, nor be created by the first save.
+        """
+        try:
+            is_directory = stat.S_ISDIR(os.stat(self._root).st_mode)
+        except FileNotFoundError:
+            if self._create:
+                return True
+            is_directory = False
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot reach the file:// root ({exc.strerror})") from exc
+        if is_directory:
+            return False
+        raise StoreUnavailable(
+            "the file:// root directory does not exist or is not a directory; create it, or "
+            "open the store with "
+            "create=true to have the first save create it"
+        )
 
     @property
     def root(self) -> str:
@@ -151,6 +190,7 @@ class LocalBackend(Backend):
         try:
             data = _read_file(path)
         except FileNotFoundError:
+            self._root_missing()
             return None
         except OSError as exc:
             raise StoreUnavailable(f"cannot read from the file:// store ({exc.strerror})") from exc
@@ -165,7 +205,10 @@ class LocalBackend(Backend):
     @contextlib.contextmanager
     def _locked(self, path: str) -> Iterator[None]:
         try:
-            _ensure_directory(os.path.dirname(path))
+            directory = os.path.dirname(path)
+            if not os.path.isdir(directory):
+                self._root_missing()
+                _ensure_directory(directory)
             with exclusive(path + ".lock", self._lock_timeout):
                 yield
         except LockTimeout as exc:
@@ -204,6 +247,7 @@ class LocalBackend(Backend):
         try:
             os.lstat(path)
         except FileNotFoundError:
+            self._root_missing()
             return  # nothing to purge; no lock file or directories for a no-op
         except OSError as exc:
             raise StoreUnavailable(f"cannot reach the file:// store ({exc.strerror})") from exc
@@ -226,11 +270,11 @@ class LocalBackend(Backend):
                         if name.endswith(_SUFFIX) and not name.startswith("."):
                             yield name[: -len(_SUFFIX)]
         except FileNotFoundError:
-            if os.path.exists(self._root):
+            if not self._root_missing():
                 raise StoreUnavailable("the file:// store changed while it was listed") from None
         except OSError as exc:
             raise StoreUnavailable(f"cannot list the file:// store ({exc.strerror})") from exc
 
     @property
     def options(self) -> dict[str, Any]:
-        return {"lock_timeout": self._lock_timeout}
+        return {"lock_timeout": self._lock_timeout, "create": self._create}

@@ -11,6 +11,7 @@ import itertools
 import os
 import threading
 import uuid
+import weakref
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,7 +31,10 @@ class _Space:
         self.versions = itertools.count(1)
 
 
+# Named spaces live as long as the process; an anonymous one as long as a store
+# (or an unpickled copy of it) still refers to it.
 _spaces: dict[str, _Space] = {}
+_anonymous: weakref.WeakValueDictionary[str, _Space] = weakref.WeakValueDictionary()
 _spaces_lock = threading.Lock()
 
 
@@ -38,12 +42,15 @@ def _reinit_after_fork() -> None:
     # A lock held by another thread at fork time would never be released in the child.
     global _spaces_lock
     _spaces_lock = threading.Lock()
-    for space in _spaces.values():
+    for space in [*_spaces.values(), *_anonymous.values()]:
         space.lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reinit_after_fork)
+
+
+_ANONYMOUS = "anonymous-"
 
 
 class MemoryBackend(Backend):
@@ -52,9 +59,13 @@ class MemoryBackend(Backend):
     shared_between_processes = False
 
     def __init__(self, name: str | None = None) -> None:
-        self._name = name or f"anonymous-{uuid.uuid4().hex}"
+        self._name = name or f"{_ANONYMOUS}{uuid.uuid4().hex}"
+        table = _anonymous if self._name.startswith(_ANONYMOUS) else _spaces
         with _spaces_lock:
-            self._space = _spaces.setdefault(self._name, _Space())
+            space = table.get(self._name)
+            if space is None:
+                space = table[self._name] = _Space()
+        self._space = space
         self._closed = False
 
     @classmethod

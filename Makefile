@@ -43,7 +43,7 @@ typecheck: $(VENV)/.dev
 # One pytest run per distribution: plug-ins' test modules may share names with the core's.
 pytest: $(VENV)/.dev
 	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
-	$(foreach b,$(BACKENDS),$(BIN)/python -m pytest $(b)/tests $(PYTEST_ARGS) &&) true
+	@for b in $(BACKENDS); do $(BIN)/python -m pytest $$b/tests $(PYTEST_ARGS) || exit 1; done
 
 ## make bench: the benchmarks, printed as ratios against raw baselines
 bench: $(VENV)/.core

@@ -71,6 +71,8 @@ class Backend(abc.ABC):
 
     #: True when several processes may share the store (enables the process race tests).
     shared_between_processes: bool = False
+    #: True when :meth:`read_recent` may answer from a cache without asking the store.
+    recent_reads_may_be_stale: bool = False
 
     @classmethod
     @abc.abstractmethod
@@ -94,6 +96,14 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def read(self, key: str) -> Stored | None:
         """The current bytes and version of ``key``, or ``None`` if it does not exist."""
+
+    def read_recent(self, key: str) -> Stored | None:
+        """A recent version of ``key``, possibly from a cache: good to start a write from.
+
+        A write based on it may meet a VersionConflict, after which the
+        provider reads afresh. The default asks the store, like :meth:`read`.
+        """
+        return self.read(key)
 
     @abc.abstractmethod
     def write(self, key: str, data: bytes, *, expected: str | None) -> str:

@@ -242,8 +242,8 @@ class BoundMemory:
 
     # -- reading -----------------------------------------------------------
 
-    def _load(self) -> tuple[Stored | None, MemoryDocument | None]:
-        stored = self._store.read(self._key)
+    def _load(self, *, recent: bool = False) -> tuple[Stored | None, MemoryDocument | None]:
+        stored = self._store.read_recent(self._key) if recent else self._store.read(self._key)
         return stored, (self._parsed.parse(stored.data) if stored is not None else None)
 
     def read(self) -> MemoryDocument | None:
@@ -396,13 +396,20 @@ class BoundMemory:
                 raise MutationConflict("this mutation id was already used for a different request")
             return mine
 
+        # The first attempt may start from the store's cached version (one round trip
+        # when nobody else wrote); a no-op decided on it is confirmed on a fresh read.
+        use_recent = self._store.recent_reads_may_be_stale
+        back_off = True
         try:
             for attempt in range(policy.max_attempts):
                 if attempt:
                     if time.monotonic() >= deadline:
                         break
-                    time.sleep(policy.delay(attempt))
-                stored, document = self._load()
+                    if back_off:
+                        time.sleep(policy.delay(attempt))
+                back_off = True
+                from_cache, use_recent = use_recent, False
+                stored, document = self._load(recent=from_cache)
                 if (mine := recorded(document)) is not None:
                     return replay(mine)
                 if pending is not None:
@@ -420,6 +427,9 @@ class BoundMemory:
                 )
                 result, updated = plan(document, record)
                 if updated is None:
+                    if from_cache:
+                        back_off = False  # confirm the no-op on a fresh read, at once
+                        continue
                     return result
                 data = serialize(updated)
                 if len(data) > MAX_DOCUMENT_BYTES:
@@ -432,6 +442,7 @@ class BoundMemory:
                     self._store.write(self._key, data, expected=expected)
                 except VersionConflict:
                     logger.debug("docmem: version conflict on %s, attempt %d", self._key, attempt)
+                    back_off = not from_cache  # a stale cache is no sign of contention
                     continue
                 except WriteOutcomeUnknown:
                     logger.info(

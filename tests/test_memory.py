@@ -645,3 +645,37 @@ def test_memories_pickle_and_work_after_unpickling(scope: docmem.LockedScope) ->
     assert copy.save("after pickling", mutation_id="p2").index == 1
     assert [m.content for m in bound.recall()] == [m.content for m in copy.recall()]
     assert pickle.loads(pickle.dumps(memory)).max_characters == 500
+
+
+class _StaleCacheBackend(MemoryBackend):
+    """A store whose read_recent answers from a snapshot that may be out of date."""
+
+    recent_reads_may_be_stale = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.snapshot: dict[str, docmem.Stored | None] = {}
+        self.reads = 0
+
+    def read(self, key: str) -> docmem.Stored | None:
+        self.reads += 1
+        return super().read(key)
+
+    def read_recent(self, key: str) -> docmem.Stored | None:
+        if key in self.snapshot:
+            return self.snapshot[key]
+        return self.read(key)
+
+
+def test_a_noop_decided_on_a_stale_cache_is_confirmed(scope: docmem.LockedScope) -> None:
+    store = _StaleCacheBackend()
+    mem = docmem.FileMemory(store).bind(scope, slot="user")
+    mem.save("note", mutation_id="s1")
+    store.snapshot[scope.storage_key] = store.read(scope.storage_key)  # has "note"
+    mem.remove(0, mutation_id="r1")  # the snapshot still shows it
+    # duplicate on the stale snapshot, but the fresh read shows it is gone: saved again
+    assert mem.save("note", mutation_id="s2") == docmem.SaveResult("saved", 1, 3)
+    # a write based on a stale snapshot conflicts once and lands on a fresh read
+    before = store.reads
+    assert mem.save("other", mutation_id="s3").index == 2
+    assert store.reads == before + 1

@@ -1,0 +1,13 @@
+"""S3 and S3-compatible storage for docmem.
+
+``docmem.open_store("s3://bucket/prefix?endpoint_url=...&region=...")`` after
+``pip install docmem-s3``; see :class:`S3Backend` for the options and
+:func:`probe` for checking that a store honours conditional writes.
+"""
+
+from __future__ import annotations
+
+from .backend import S3Backend, normalize_etag
+from .probe import ConditionsNotHonoured, ProbeReport, probe
+
+__all__ = ["ConditionsNotHonoured", "ProbeReport", "S3Backend", "normalize_etag", "probe"]

@@ -1,0 +1,38 @@
+"""``python -m docmem_s3 probe URL``: check that a store honours conditional writes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import docmem
+
+from .backend import S3Backend
+from .probe import ConditionsNotHonoured, probe
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m docmem_s3", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    check = commands.add_parser("probe", help="run every conditional-write check on a store")
+    check.add_argument("url", help="s3://bucket/prefix?endpoint_url=...&region=...")
+    check.add_argument("--writers", type=int, default=8, help="concurrent creates to race")
+    arguments = parser.parse_args(argv)
+    store = docmem.open_store(arguments.url)
+    if not isinstance(store, S3Backend):
+        parser.error("the URL must be an s3:// URL")
+    try:
+        report = probe(store, writers=arguments.writers)
+    except ConditionsNotHonoured as error:
+        print(f"REFUSED: {error}")
+        return 1
+    except docmem.DocmemError as error:
+        print(f"ERROR ({error.code}): {error}")
+        return 2
+    for name, passed in report.checks:
+        print(f"{'ok' if passed else 'FAILED'}: {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

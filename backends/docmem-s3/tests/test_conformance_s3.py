@@ -1,0 +1,70 @@
+"""The docmem.testing conformance suite against LocalStack and SeaweedFS."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from conftest import endpoint_of, free_port, raw_client, store_url
+
+import docmem
+from docmem.testing import BackendFactory, BackendTests, RawAccess
+from docmem_s3 import S3Backend
+
+pytestmark = pytest.mark.integration
+
+
+class S3Raw:
+    """Reads and writes objects with a plain boto3 client, around the store under test."""
+
+    def __init__(self, store: S3Backend, endpoint: str) -> None:
+        self._store = store
+        self._client = raw_client(endpoint)
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            response = self._client.get_object(
+                Bucket=self._store.bucket, Key=self._store.object_key(key)
+            )
+        except self._client.exceptions.NoSuchKey:
+            return None
+        return bytes(response["Body"].read())
+
+    def put(self, key: str, data: bytes) -> None:
+        self._client.put_object(
+            Bucket=self._store.bucket, Key=self._store.object_key(key), Body=data
+        )
+
+
+class _S3Tests(BackendTests):
+    server: str = ""
+
+    @pytest.fixture
+    def make_backend(self) -> BackendFactory:
+        endpoint = endpoint_of(self.server)
+        counter = itertools.count()
+
+        def make() -> docmem.Backend:
+            return docmem.open_store(store_url(endpoint, f"conf-{next(counter)}-{id(counter)}"))
+
+        return make
+
+    @pytest.fixture
+    def raw(self, backend: docmem.Backend) -> RawAccess:
+        assert isinstance(backend, S3Backend)
+        return S3Raw(backend, endpoint_of(self.server))
+
+    @pytest.fixture
+    def unavailable_backend(self) -> Any:
+        # Nothing listens there: every request fails to connect.
+        dead = f"http://127.0.0.1:{free_port()}"
+        return docmem.open_store(store_url(dead), connect_timeout=0.5, max_attempts=1)
+
+
+class TestLocalStack(_S3Tests):
+    server = "localstack"
+
+
+class TestSeaweedFS(_S3Tests):
+    server = "seaweedfs"

@@ -40,14 +40,21 @@ typecheck: $(VENV)/.dev
 	$(BIN)/mypy --strict $(PACKAGES)
 	$(BIN)/mypy --strict examples benchmarks
 
-# One pytest run per distribution: plug-ins' test modules may share names with the core's.
+# One pytest run per distribution (plug-ins' test modules may share names with the
+# core's). Plug-in tests talk to real S3 servers: scripts/with-test-servers starts
+# LocalStack and SeaweedFS on 127.0.0.1, runs them, and stops the servers, also on failure.
 pytest: $(VENV)/.dev
 	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
-	@for b in $(BACKENDS); do $(BIN)/python -m pytest $$b/tests $(PYTEST_ARGS) || exit 1; done
+ifneq ($(BACKENDS),)
+	scripts/with-test-servers env DOCMEM_REQUIRE_SERVERS=1 sh -c \
+		'for b in $(BACKENDS); do $(BIN)/python -m pytest "$$b/tests" $(PYTEST_ARGS) || exit 1; done'
+endif
 
 ## make bench: the benchmarks, printed as ratios against raw baselines
-bench: $(VENV)/.core
+bench: $(VENV)/.dev
 	$(BIN)/python benchmarks/local.py
+	scripts/with-test-servers $(BIN)/python benchmarks/s3.py
 
 clean:
-	rm -rf $(VENV) .docmem .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .docmem .pytest_cache .mypy_cache .ruff_cache .hypothesis \
+		localstack/.venv scripts/.venv

@@ -41,6 +41,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from harness import Result, Sample, clock, interleave, log, table
+
 import docmem
 from docmem.backends.local import LocalBackend
 from docmem.document import MemoryDocument, parse, serialize
@@ -48,10 +50,6 @@ from docmem.document import MemoryDocument, parse, serialize
 NAMESPACE = "bench:local"
 SLOT = "user"
 ENTRIES = 10
-
-#: One timed run: returns the seconds it took (any untimed set-up or clean-up
-#: happens inside, outside the clock).
-Sample = Callable[[], float]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,55 +83,6 @@ QUICK = Settings(
     large_scopes=1_000,
     warmup=2,
 )
-
-
-@dataclasses.dataclass(frozen=True)
-class Result:
-    """One row of the report: two medians (seconds) and the target for their ratio."""
-
-    name: str
-    subject: float
-    baseline: float
-    baseline_name: str
-    target: float
-    runs: int
-
-    @property
-    def ratio(self) -> float:
-        return self.subject / self.baseline
-
-    @property
-    def passed(self) -> bool:
-        return self.ratio <= self.target
-
-
-# -- measuring --------------------------------------------------------------
-
-
-def log(message: str) -> None:
-    """Progress goes to stderr, so stdout holds only the report."""
-    print(message, file=sys.stderr, flush=True)
-
-
-def clock(function: Callable[[], object]) -> float:
-    """Seconds one call of ``function`` takes."""
-    start = time.perf_counter_ns()
-    function()
-    return (time.perf_counter_ns() - start) / 1e9
-
-
-def interleave(rounds: int, subject: Sample, baseline: Sample) -> tuple[list[float], list[float]]:
-    """Run both once per round, swapping which goes first every round (A/B, B/A, ...)."""
-    subject_times: list[float] = []
-    baseline_times: list[float] = []
-    for round_number in range(rounds):
-        if round_number % 2 == 0:
-            subject_times.append(subject())
-            baseline_times.append(baseline())
-        else:
-            baseline_times.append(baseline())
-            subject_times.append(subject())
-    return subject_times, baseline_times
 
 
 def settle() -> None:
@@ -390,53 +339,6 @@ def bench_scale(base: str, settings: Settings) -> list[Result]:
 
 
 # -- report -----------------------------------------------------------------
-
-
-def format_duration(seconds: float) -> str:
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.1f} us"
-
-
-def table(results: Sequence[Result]) -> str:
-    header = (
-        "benchmark",
-        "docmem",
-        "baseline",
-        "difference",
-        "ratio",
-        "target",
-        "result",
-        "runs",
-        "baseline is",
-    )
-    rows = [header] + [
-        (
-            r.name,
-            format_duration(r.subject),
-            format_duration(r.baseline),
-            ("+" if r.subject >= r.baseline else "-")
-            + format_duration(abs(r.subject - r.baseline)),
-            f"{r.ratio:.2f}x",
-            f"<= {r.target:g}x",
-            "PASS" if r.passed else "MISS",
-            f"{r.runs:,}",
-            r.baseline_name,
-        )
-        for r in results
-    ]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
-    numeric = {1, 2, 3, 4, 5, 7}
-
-    def line(row: Sequence[str]) -> str:
-        cells = [
-            cell.rjust(width) if column in numeric else cell.ljust(width)
-            for column, (cell, width) in enumerate(zip(row, widths, strict=True))
-        ]
-        return "  ".join(cells).rstrip()
-
-    rule = "  ".join("-" * width for width in widths)
-    return "\n".join([line(rows[0]), rule, *(line(row) for row in rows[1:])])
 
 
 def remove_tree(base: str) -> None:

@@ -156,6 +156,9 @@ class S3Backend(Backend):
         self._session = session
         self._given_client = client
         self._cache = _Cache(self.cache_size)
+        # Keys whose last conditional PUT lost a race: another client writes them, so
+        # read_recent asks the server (a 304 when nothing changed) until one GET is a 304.
+        self._contended: set[str] = set()
         self._clients: tuple[Any, Any] | None = None
         self._clients_pid = 0
         self._clients_lock = threading.Lock()
@@ -278,6 +281,7 @@ class S3Backend(Backend):
         except ClientError as exc:
             result = self._classify("read", exc)
             if result == NOT_MODIFIED and cached is not None:
+                self._contended.discard(key)
                 return cached
             if result == MISSING:
                 self._cache.drop(key)
@@ -290,9 +294,13 @@ class S3Backend(Backend):
         return stored
 
     def read_recent(self, key: str) -> Stored | None:
-        """The cached version when this process has one (no round trip), else :meth:`read`."""
+        """The cached version when this process has one (no round trip), else :meth:`read`.
+
+        A key another client has been writing is read from the server instead
+        (a 304 when unchanged), so a save does not send a PUT doomed to a 412.
+        """
         self.object_key(key)
-        cached = self._cache.get(key)
+        cached = self._cache.get(key) if key not in self._contended else None
         return cached if cached is not None else self.read(key)
 
     def write(self, key: str, data: bytes, *, expected: str | None) -> str:
@@ -319,7 +327,12 @@ class S3Backend(Backend):
             response = writer.put_object(**request)
         except ClientError as exc:
             self._cache.drop(key)
-            raise self._error(self._classify(operation, exc), operation, exc) from None
+            result = self._classify(operation, exc)
+            if result is VersionConflict:
+                if len(self._contended) >= max(self.cache_size, 1):
+                    self._contended.clear()  # bounded; forgetting only costs one 412 later
+                self._contended.add(key)
+            raise self._error(result, operation, exc) from None
         except _NOT_SENT as exc:
             raise _unavailable(operation, exc) from None
         except (NoCredentialsError, PartialCredentialsError) as exc:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import itertools
+import uuid
 from typing import Any
 
 import pytest
@@ -43,10 +43,9 @@ class _S3Tests(BackendTests):
     @pytest.fixture
     def make_backend(self) -> BackendFactory:
         endpoint = endpoint_of(self.server)
-        counter = itertools.count()
 
         def make() -> docmem.Backend:
-            return docmem.open_store(store_url(endpoint, f"conf-{next(counter)}-{id(counter)}"))
+            return docmem.open_store(store_url(endpoint, f"conf-{uuid.uuid4().hex}"))
 
         return make
 

@@ -71,7 +71,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
-from harness import Result, clock, interleave, log, table
+from harness import Result, Sample, clock, interleave, log, table
 
 import docmem
 from docmem.document import MAX_DOCUMENT_BYTES
@@ -201,6 +201,22 @@ def settle() -> None:
 
 
 # -- the endpoint, stores and raw clients ------------------------------------
+
+
+def measure(
+    warmup: int, runs: int, subject: Sample, baseline: Sample, ours: Requests, theirs: Requests
+) -> tuple[float, float, tuple[str, str]]:
+    """Warm up, then interleave ``runs`` rounds: both medians and the requests per call."""
+    interleave(warmup, subject, baseline)
+    ours.reset()
+    theirs.reset()
+    settle()
+    subject_times, baseline_times = interleave(runs, subject, baseline)
+    notes = (
+        f"docmem per call: {ours.per_call(runs)}",
+        f"baseline per run: {theirs.per_call(runs)}",
+    )
+    return statistics.median(subject_times), statistics.median(baseline_times), notes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -376,24 +392,17 @@ def bench_recall_unchanged(endpoint: Endpoint, prefixes: Prefixes, settings: Set
         with theirs.counting():
             return clock(lambda: raw.get(key))
 
-    interleave(settings.warmup, recall, baseline)
-    ours.reset()
-    theirs.reset()
-    settle()
-    docmem_times, raw_times = interleave(settings.recall_runs, recall, baseline)
     runs = settings.recall_runs
+    subject, base, notes = measure(settings.warmup, runs, recall, baseline, ours, theirs)
     raw.close()
     return Result(
         name=f"recall, unchanged ({size:,} B)",
-        subject=statistics.median(docmem_times),
-        baseline=statistics.median(raw_times),
+        subject=subject,
+        baseline=base,
         baseline_name="raw get_object",
         target=1.0,
         runs=runs,
-        notes=(
-            f"docmem per recall: {ours.per_call(runs)}",
-            f"baseline per run: {theirs.per_call(runs)}",
-        ),
+        notes=notes,
     )
 
 
@@ -436,25 +445,18 @@ def bench_recall_changed(endpoint: Endpoint, prefixes: Prefixes, settings: Setti
             return clock(lambda: raw.get(key))
 
     memory.recall()  # this store has seen the document: its recalls send If-None-Match
-    interleave(settings.warmup, recall, baseline)
-    ours.reset()
-    theirs.reset()
-    settle()
-    docmem_times, raw_times = interleave(settings.recall_runs, recall, baseline)
     runs = settings.recall_runs
+    subject, base, notes = measure(settings.warmup, runs, recall, baseline, ours, theirs)
     size = len(fetch(raw, key)[0])
     raw.close()
     return Result(
         name=f"recall, after another client's write ({size:,} B)",
-        subject=statistics.median(docmem_times),
-        baseline=statistics.median(raw_times),
+        subject=subject,
+        baseline=base,
         baseline_name="raw get_object",
         target=1.15,
         runs=runs,
-        notes=(
-            f"docmem per recall: {ours.per_call(runs)}",
-            f"baseline per run: {theirs.per_call(runs)}",
-        ),
+        notes=notes,
     )
 
 
@@ -496,24 +498,17 @@ def bench_save_cold(endpoint: Endpoint, prefixes: Prefixes, settings: Settings) 
             raw.put(raw_key, written, expected=etag)
             return (time.perf_counter_ns() - start) / 1e9
 
-    interleave(settings.warmup, save, baseline)
-    ours.reset()
-    theirs.reset()
-    settle()
-    docmem_times, raw_times = interleave(settings.save_runs, save, baseline)
     runs = settings.save_runs
+    subject, base, notes = measure(settings.warmup, runs, save, baseline, ours, theirs)
     raw.close()
     return Result(
         name=f"save, cold cache ({len(written):,} B)",
-        subject=statistics.median(docmem_times),
-        baseline=statistics.median(raw_times),
+        subject=subject,
+        baseline=base,
         baseline_name="raw get + conditional put",
         target=1.1,
         runs=runs,
-        notes=(
-            f"docmem per save: {ours.per_call(runs)}",
-            f"baseline per run: {theirs.per_call(runs)}",
-        ),
+        notes=notes,
     )
 
 
@@ -557,25 +552,18 @@ def bench_save_stale(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
             raw_etag = raw.put(raw_key, written, expected=etag)
             return (time.perf_counter_ns() - start) / 1e9
 
-    interleave(settings.warmup, save, baseline)
-    ours.reset()
-    theirs.reset()
-    settle()
-    docmem_times, raw_times = interleave(settings.save_runs, save, baseline)
     runs = settings.save_runs
+    subject, base, notes = measure(settings.warmup, runs, save, baseline, ours, theirs)
     raw.close()
     other_raw.close()
     return Result(
         name=f"save, after another client's write ({len(written):,} B)",
-        subject=statistics.median(docmem_times),
-        baseline=statistics.median(raw_times),
+        subject=subject,
+        baseline=base,
         baseline_name="raw get + conditional put",
         target=1.1,
         runs=runs,
-        notes=(
-            f"docmem per save: {ours.per_call(runs)}",
-            f"baseline per run: {theirs.per_call(runs)}",
-        ),
+        notes=notes,
     )
 
 
@@ -610,24 +598,17 @@ def bench_save_fresh(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
             raw_etag = raw.put(raw_key, written, expected=raw_etag)
             return (time.perf_counter_ns() - start) / 1e9
 
-    interleave(settings.warmup, save, baseline)
-    ours.reset()
-    theirs.reset()
-    settle()
-    docmem_times, raw_times = interleave(settings.save_runs, save, baseline)
     runs = settings.save_runs
+    subject, base, notes = measure(settings.warmup, runs, save, baseline, ours, theirs)
     raw.close()
     return Result(
         name=f"save, fresh cached version ({len(written):,} B)",
-        subject=statistics.median(docmem_times),
-        baseline=statistics.median(raw_times),
+        subject=subject,
+        baseline=base,
         baseline_name="raw conditional put",
         target=1.2,
         runs=runs,
-        notes=(
-            f"docmem per save: {ours.per_call(runs)}",
-            f"baseline per run: {theirs.per_call(runs)}",
-        ),
+        notes=notes,
     )
 
 

@@ -37,6 +37,7 @@ from .document import (
 )
 from .errors import (
     DocmemError,
+    IndexExhausted,
     InvalidArgument,
     LimitExceeded,
     MutationAmbiguous,
@@ -351,6 +352,32 @@ class BoundMemory:
                 raise
         return result
 
+    @staticmethod
+    def _plan(
+        document: MemoryDocument | None,
+        plan: Callable[
+            [MemoryDocument | None, Callable[[int | None], JournalRecord]],
+            tuple[_R, MemoryDocument | None],
+        ],
+        record_for: Callable[[int | None], JournalRecord],
+    ) -> tuple[_R, MemoryDocument | None, bytes]:
+        """Apply one mutation to ``document``: the result, the new document and its bytes.
+
+        Raises the refusals (fence, limits, exhausted indexes); a no-op gives no document.
+        """
+        if document is not None and document.fence is not None:
+            raise ScopeFenced("this memory is being migrated; changes are refused for now")
+        result, updated = plan(document, record_for)
+        if updated is None:
+            return result, None, b""
+        data = serialize(updated)
+        if len(data) > MAX_DOCUMENT_BYTES:
+            raise LimitExceeded(
+                f"memory is full: the stored document would be {len(data):,} of at most "
+                f"{MAX_DOCUMENT_BYTES:,} bytes; remove an entry by index first"
+            )
+        return result, updated, data
+
     def _check_characters(self, before: MemoryDocument, after: MemoryDocument) -> None:
         maximum = self._memory.max_characters
         rendered = len(render_recall(after, self.slot))
@@ -414,10 +441,8 @@ class BoundMemory:
                     return replay(mine)
                 if pending is not None:
                     pending = _settle(document, pending)
-                if document is not None and document.fence is not None:
-                    raise ScopeFenced("this memory is being migrated; changes are refused for now")
                 next_revision = (document.revision if document is not None else 0) + 1
-                record = functools.partial(
+                record_for = functools.partial(
                     JournalRecord,
                     id_digest,
                     request_digest,
@@ -425,18 +450,18 @@ class BoundMemory:
                     op,
                     journal.OUTCOME_OF[op],
                 )
-                result, updated = plan(document, record)
+                try:
+                    result, updated, data = self._plan(document, plan, record_for)
+                except (ScopeFenced, LimitExceeded, IndexExhausted):
+                    if from_cache:  # a refusal decided on a cached copy is confirmed afresh
+                        back_off = False
+                        continue
+                    raise
                 if updated is None:
                     if from_cache:
                         back_off = False  # confirm the no-op on a fresh read, at once
                         continue
                     return result
-                data = serialize(updated)
-                if len(data) > MAX_DOCUMENT_BYTES:
-                    raise LimitExceeded(
-                        f"memory is full: the stored document would be {len(data):,} of at most "
-                        f"{MAX_DOCUMENT_BYTES:,} bytes; remove an entry by index first"
-                    )
                 expected = stored.version if stored is not None else None
                 try:
                     self._store.write(self._key, data, expected=expected)

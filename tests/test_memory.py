@@ -679,3 +679,19 @@ def test_a_noop_decided_on_a_stale_cache_is_confirmed(scope: docmem.LockedScope)
     before = store.reads
     assert mem.save("other", mutation_id="s3").index == 2
     assert store.reads == before + 1
+
+
+def test_a_refusal_decided_on_a_stale_cache_is_confirmed(scope: docmem.LockedScope) -> None:
+    store = _StaleCacheBackend()
+    first, second = "First note.", "Second note."
+    needed = len(render_recall(MemoryDocument({1: second}, last=1), "user"))
+    mem = docmem.FileMemory(store, max_characters=needed).bind(scope, slot="user")
+    mem.save(first, mutation_id="s1")
+    store.snapshot[scope.storage_key] = store.read(scope.storage_key)  # full with "First note."
+    mem.remove(0, mutation_id="r1")
+    # Full on the stale snapshot; the fresh read has room.
+    assert mem.save(second, mutation_id="s2") == docmem.SaveResult("saved", 1, 3)
+    # A fence seen only in a stale snapshot does not refuse either.
+    fenced = MemoryDocument({1: second}, last=1, revision=3, fence="mig-1")
+    store.snapshot[scope.storage_key] = docmem.Stored(serialize(fenced), "stale")
+    assert mem.remove(1, mutation_id="r2").status == "removed"

@@ -23,7 +23,7 @@ from types import MappingProxyType
 import msgspec
 
 from .errors import ContentRejected, DocumentCorrupt, IndexExhausted, LimitExceeded
-from .journal import MAX_RECORDS, OUTCOME_OF, JournalRecord
+from .journal import MAX_RECORDS, OUTCOME_OF, JournalRecord, append
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
@@ -113,9 +113,12 @@ class MemoryDocument:
         )
 
     def _next(self, entries: dict[int, str], *, last: int, record: JournalRecord) -> MemoryDocument:
-        journal = (*self.journal, record)[-MAX_RECORDS:]
         return MemoryDocument(
-            entries, last=last, revision=record.rev, journal=journal, fence=self.fence
+            entries,
+            last=last,
+            revision=record.rev,
+            journal=append(self.journal, record),
+            fence=self.fence,
         )
 
 

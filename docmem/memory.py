@@ -615,12 +615,12 @@ def _refused_before_writing() -> Iterator[None]:
 def _checked_id(mutation_id: str) -> str:
     if not isinstance(mutation_id, str) or not mutation_id:
         raise InvalidArgument("mutation_id must be a non-empty string")
-    if len(mutation_id.encode("utf-8", "surrogatepass")) > 1024:
-        raise InvalidArgument("mutation_id is longer than 1,024 bytes")
     try:
-        mutation_id.encode("utf-8")
+        size = len(mutation_id.encode("utf-8"))
     except UnicodeEncodeError:
         raise InvalidArgument("mutation_id is not valid UTF-8") from None
+    if size > 1024:
+        raise InvalidArgument("mutation_id is longer than 1,024 bytes")
     return mutation_id
 
 

@@ -45,7 +45,7 @@ from docmem.errors import (
     WriteOutcomeUnknown,
 )
 
-from .errors import MISSING, NOT_MODIFIED, Operation, classify
+from .errors import MISSING, NOT_MODIFIED, Operation, answer, classify
 from .probe import verify_once
 
 __all__ = ["S3Backend", "normalize_etag"]
@@ -387,14 +387,11 @@ class S3Backend(Backend):
 
     @staticmethod
     def _classify(operation: Operation, exc: ClientError) -> object:
-        error = exc.response.get("Error", {})
-        status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
-        return classify(operation, str(error.get("Code", "")), status)
+        return classify(operation, *answer(exc))
 
     def _error(self, result: object, operation: Operation, exc: ClientError) -> DocmemError:
-        error = exc.response.get("Error", {})
-        code = str(error.get("Code", "unknown"))
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", "?")
+        code, status = answer(exc)
+        code = code or "unknown"
         if result is VersionConflict:
             return VersionConflict(f"the s3 {operation} condition did not hold ({code})")
         if result is WriteOutcomeUnknown:

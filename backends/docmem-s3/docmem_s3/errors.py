@@ -8,7 +8,7 @@ deleted meanwhile), and a misconfiguration when the bucket is missing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from docmem.errors import (
     DocmemError,
@@ -17,7 +17,7 @@ from docmem.errors import (
     WriteOutcomeUnknown,
 )
 
-__all__ = ["MISSING", "NOT_MODIFIED", "RULES", "Operation", "Rule", "classify"]
+__all__ = ["MISSING", "NOT_MODIFIED", "RULES", "Operation", "Rule", "answer", "classify"]
 
 Operation = Literal["read", "create", "update", "delete", "list"]
 
@@ -85,6 +85,13 @@ RULES: tuple[Rule, ...] = (
     Rule(_WRITES, None, 503, WriteOutcomeUnknown, "unavailable: the write may have landed"),
     Rule(_WRITES, None, 504, WriteOutcomeUnknown, "gateway timeout: the write may have landed"),
 )
+
+
+def answer(exc: Any) -> tuple[str, int]:
+    """The S3 error code and HTTP status of a botocore ``ClientError`` ("" and 0 if absent)."""
+    response = exc.response
+    code = str(response.get("Error", {}).get("Code", ""))
+    return code, int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
 
 
 def classify(operation: Operation, code: str, status: int) -> Outcome:

@@ -21,6 +21,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from docmem.errors import StoreUnavailable
 
+from .errors import answer
+
 if TYPE_CHECKING:
     from .backend import S3Backend
 
@@ -49,17 +51,12 @@ class ProbeReport:
         return all(passed for _, passed in self.checks)
 
 
-def _status(exc: ClientError) -> tuple[int, str]:
-    meta = exc.response.get("ResponseMetadata", {})
-    return int(meta.get("HTTPStatusCode", 0)), str(exc.response.get("Error", {}).get("Code", ""))
-
-
 def _put(writer: Any, bucket: str, key: str, **condition: str) -> bool:
     """True if the PUT was accepted, False if refused as a precondition failure."""
     try:
         writer.put_object(Bucket=bucket, Key=key, Body=b"docmem probe", **condition)
     except ClientError as exc:
-        status, code = _status(exc)
+        code, status = answer(exc)
         if status in (409, 412) or code in ("PreconditionFailed", "ConditionalRequestConflict"):
             return False
         if status == 501 or code == "NotImplemented":

@@ -20,7 +20,7 @@ $(VENV)/.core: $(BIN)/python pyproject.toml
 
 $(VENV)/.dev: $(BIN)/python pyproject.toml $(wildcard backends/*/pyproject.toml)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]' \
-		$(foreach b,$(BACKENDS),-e ./$(b))
+		$(foreach b,$(BACKENDS),-e './$(b)[test]')
 	touch $(VENV)/.core $@
 
 install: $(VENV)/.dev
@@ -41,8 +41,9 @@ typecheck: $(VENV)/.dev
 	$(BIN)/mypy --strict examples benchmarks
 
 # One pytest run per distribution (plug-ins' test modules may share names with the
-# core's). Plug-in tests talk to real S3 servers: scripts/with-test-servers starts
-# LocalStack and SeaweedFS on 127.0.0.1, runs them, and stops the servers, also on failure.
+# core's). Plug-in tests talk to real servers: scripts/with-test-servers starts
+# LocalStack, SeaweedFS and Azurite on 127.0.0.1, runs them, and stops the servers,
+# also on failure.
 pytest: $(VENV)/.dev
 	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
 ifneq ($(BACKENDS),)
@@ -53,7 +54,7 @@ endif
 ## make bench: the benchmarks, printed as ratios against raw baselines
 bench: $(VENV)/.dev
 	$(BIN)/python benchmarks/local.py
-	scripts/with-test-servers $(BIN)/python benchmarks/s3.py
+	scripts/with-test-servers sh -c '$(BIN)/python benchmarks/s3.py && $(BIN)/python benchmarks/fsspec.py'
 
 clean:
 	rm -rf $(VENV) .docmem .pytest_cache .mypy_cache .ruff_cache .hypothesis \

@@ -48,6 +48,7 @@ _INSTALL_HINTS: dict[str, str] = {
     "gcs": "docmem-fsspec",
     "az": "docmem-fsspec",
     "abfs": "docmem-fsspec",
+    "abfss": "docmem-fsspec",
 }
 _registered: dict[str, str | type[Backend]] = {}
 _registry_lock = threading.Lock()

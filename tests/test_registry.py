@@ -109,6 +109,7 @@ def test_unknown_scheme_says_to_install_a_backend(isolated_registry: list[Any]) 
         ("fsspec+gs://bucket/p", "docmem-fsspec"),
         ("gs://bucket", "docmem-fsspec"),
         ("az://container", "docmem-fsspec"),
+        ("abfss://container/p", "docmem-fsspec"),
     ],
 )
 def test_known_plugin_scheme_names_the_distribution(url: str, distribution: str) -> None:

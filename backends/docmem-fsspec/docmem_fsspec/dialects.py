@@ -1,0 +1,342 @@
+"""What docmem-fsspec needs from each filesystem implementation, checked rather than assumed.
+
+Three things: an exclusive create, a listing of one key's folder, and a fetch.
+The create is the one that matters for correctness:
+
+fsspec's generic ``pipe_file(mode="create")`` checks for the object and then
+writes it: two writers can both pass the check, and the second silently
+replaces the first. Only implementations that make the store itself refuse
+an existing name are accepted:
+
+- ``s3fs``: ``PutObject`` with ``If-None-Match: *``;
+- ``gcsfs``: an upload with ``ifGenerationMatch=0``;
+- ``adlfs``: ``Put Blob`` with ``If-None-Match: *``;
+- the local filesystem: a fully written and fsynced temporary file is
+  hard-linked to its final name with ``os.link``, which fails if the name exists.
+
+Any other filesystem is refused unless the caller asserts atomic create
+(``assume_atomic_create=true``). A create is sent exactly once: retries are
+switched off for it, because a resent create whose first attempt landed would
+be refused and read as somebody else's write.
+
+Each dialect turns its implementation's answers into docmem's: an existing
+name is :class:`VersionConflict`, a request that surely never reached the
+store is :class:`StoreUnavailable`, and anything after which the object may
+exist is :class:`WriteOutcomeUnknown`. Listings and fetches take the shortest
+path the implementation offers (s3fs's ``ls`` of an empty folder would list
+the parent folder, every page of it, and its ``cat_file`` asks for the size
+before it downloads).
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import errno
+import os
+import uuid
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, ClassVar
+
+from fsspec.asyn import sync
+
+from docmem.errors import (
+    DocmemError,
+    StoreNotConfigured,
+    StoreUnavailable,
+    VersionConflict,
+    WriteOutcomeUnknown,
+)
+
+__all__ = ["MIN_VERSION", "Dialect", "dialect_for"]
+
+#: fsspec 2024.12.0 introduced ``mode="create"``; s3fs, gcsfs and adlfs followed in that release.
+MIN_VERSION = (2024, 12, 0)
+
+
+class Dialect(abc.ABC):
+    """One implementation's exclusive create, folder listing and fetch."""
+
+    #: The implementation this dialect is for, as named in error messages.
+    label: ClassVar[str] = ""
+
+    def writer_options(self, storage_options: dict[str, Any]) -> dict[str, Any] | None:
+        """Options for a second filesystem instance used only for creates, or ``None``.
+
+        ``None`` means creates go through the reading instance.
+        """
+        return None
+
+    def prepare(self, fs: Any, *, writer: bool) -> None:  # noqa: B027 - a default, not abstract
+        """Adjust a freshly built filesystem instance (retries, mostly); nothing by default."""
+
+    @abc.abstractmethod
+    def create(self, fs: Any, path: str, data: bytes) -> None:
+        """Create ``path`` holding ``data`` only if it is free; see the module docstring."""
+
+    def list_folder(self, fs: Any, folder: str) -> list[dict[str, Any]] | None:
+        """``ls(detail=True)`` records of the folder; ``None`` if it is missing.
+
+        ``None`` leaves open whether the store's root exists (the caller checks);
+        an empty list means the root exists and the folder is empty.
+        """
+        try:
+            found = fs.ls(folder, detail=True)
+        except FileNotFoundError:
+            return None
+        return [info for info in found if isinstance(info, dict)]
+
+    def fetch(self, fs: Any, path: str) -> bytes:
+        """The object's bytes; ``FileNotFoundError`` when it is gone."""
+        return bytes(fs.cat_file(path))
+
+
+def _conflict() -> VersionConflict:
+    return VersionConflict("the version name was taken: another writer created it first")
+
+
+def _unknown(label: str, exc: BaseException) -> WriteOutcomeUnknown:
+    return WriteOutcomeUnknown(
+        f"the {label} create may or may not have landed ({type(exc).__name__})"
+    )
+
+
+def _unavailable(label: str, exc: BaseException) -> StoreUnavailable:
+    return StoreUnavailable(f"the {label} create could not reach the store ({type(exc).__name__})")
+
+
+class LocalDialect(Dialect):
+    """Local disk: write and fsync a temporary file, then ``os.link`` it into place."""
+
+    label = "local"
+
+    def create(self, fs: Any, path: str, data: bytes) -> None:
+        folder = os.path.dirname(path)
+        temporary = os.path.join(folder, f".tmp-{uuid.uuid4().hex}")
+        try:
+            _make_folder(folder)
+            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(descriptor, view) :]
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
+        except OSError as exc:
+            _remove_quietly(temporary)
+            raise _unavailable(self.label, exc) from None
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            raise _conflict() from None
+        except OSError as exc:
+            raise _unavailable(self.label, exc) from None
+        finally:
+            _remove_quietly(temporary)
+        try:
+            _fsync_folder(folder)
+        except OSError as exc:
+            # Linked but maybe not durable: a crash now could still lose it.
+            raise _unknown(self.label, exc) from None
+
+
+def _make_folder(folder: str) -> None:
+    if os.path.isdir(folder):
+        return
+    parent = os.path.dirname(folder)
+    if not os.path.isdir(parent):
+        raise FileNotFoundError(errno.ENOENT, "the store root does not exist")
+    try:
+        os.mkdir(folder, 0o755)
+    except FileExistsError:
+        return
+    _fsync_folder(parent)
+
+
+def _fsync_folder(folder: str) -> None:
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _remove_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+class S3fsDialect(Dialect):
+    """s3fs: ``PutObject`` with ``If-None-Match: *`` on an instance with retries off."""
+
+    label = "s3fs"
+
+    def writer_options(self, storage_options: dict[str, Any]) -> dict[str, Any]:
+        config = dict(storage_options.get("config_kwargs") or {})
+        config["retries"] = {"mode": "standard", "total_max_attempts": 1}
+        return {**storage_options, "config_kwargs": config}
+
+    def list_folder(self, fs: Any, folder: str) -> list[dict[str, Any]]:
+        # One ListObjectsV2 under "<folder>/": [] for an empty folder, FileNotFoundError
+        # for a missing bucket. (``ls`` would fall back to listing the parent folder.)
+        found = sync(fs.loop, fs._lsdir, folder, refresh=True)
+        return [info for info in found if isinstance(info, dict)]
+
+    def fetch(self, fs: Any, path: str) -> bytes:
+        # One GET: the listing already told the size, so no HEAD for a ranged download.
+        return bytes(fs.cat_file(path, max_concurrency=1))
+
+    def prepare(self, fs: Any, *, writer: bool) -> None:
+        if writer:
+            fs.retries = 1  # s3fs's own loop would resend a create that may have landed
+
+    def create(self, fs: Any, path: str, data: bytes) -> None:
+        from botocore.exceptions import (
+            ClientError,
+            ConnectTimeoutError,
+            EndpointConnectionError,
+            NoCredentialsError,
+        )
+
+        try:
+            fs.pipe_file(path, data, mode="create")
+        except FileExistsError:
+            raise _conflict() from None
+        except Exception as exc:
+            cause = exc if isinstance(exc, ClientError) else exc.__cause__
+            if isinstance(cause, ClientError):
+                raise _s3_answer(cause) from None
+            if isinstance(exc, (EndpointConnectionError, ConnectTimeoutError)):
+                raise _unavailable(self.label, exc) from None
+            if isinstance(exc, NoCredentialsError):
+                raise StoreNotConfigured("s3fs found no AWS credentials") from None
+            raise _unknown(self.label, exc) from None
+
+
+def _s3_answer(error: Any) -> DocmemError:
+    details = error.response.get("Error", {})
+    code = str(details.get("Code", "unknown"))
+    status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+    if code in {"PreconditionFailed", "ConditionalRequestConflict"} or status in {409, 412}:
+        return _conflict()
+    if status >= 500:
+        return WriteOutcomeUnknown(f"the s3fs create may or may not have landed (HTTP {status})")
+    return StoreUnavailable(f"the s3fs create failed (HTTP {status}, {code})")
+
+
+class AdlfsDialect(Dialect):
+    """adlfs: ``Put Blob`` with ``If-None-Match: *`` and the SDK's retries off for it."""
+
+    label = "adlfs"
+
+    def prepare(self, fs: Any, *, writer: bool) -> None:
+        # The Azure SDK's default for reads is 3 retries after 15 s, 18 s and 24 s: a
+        # store that is down would hold an agent's turn for a minute. Two quick retries,
+        # then StoreUnavailable. (adlfs offers no option for it; the policy object is
+        # the one its pipeline uses.) Creates turn retries off per call instead.
+        policy = getattr(getattr(fs.service_client, "_config", None), "retry_policy", None)
+        if policy is not None:
+            policy.total_retries = policy.connect_retries = policy.read_retries = 2
+            policy.status_retries = 2
+            policy.initial_backoff, policy.increment_base, policy.random_jitter_range = 0.5, 2, 0.5
+
+    def create(self, fs: Any, path: str, data: bytes) -> None:
+        from azure.core.exceptions import (
+            ClientAuthenticationError,
+            HttpResponseError,
+            ResourceExistsError,
+            ResourceModifiedError,
+            ServiceRequestError,
+        )
+
+        try:
+            fs.pipe_file(path, data, mode="create", retry_total=0)
+        except (FileExistsError, ResourceExistsError, ResourceModifiedError):
+            raise _conflict() from None
+        except ServiceRequestError as exc:
+            raise _unavailable(self.label, exc) from None
+        except ClientAuthenticationError as exc:
+            raise StoreUnavailable(f"the adlfs create was refused ({type(exc).__name__})") from None
+        except HttpResponseError as exc:
+            status = int(exc.status_code or 0)
+            if status >= 500 or status == 0:
+                raise _unknown(self.label, exc) from None
+            raise StoreUnavailable(f"the adlfs create failed (HTTP {status})") from None
+        except Exception as exc:
+            raise _unknown(self.label, exc) from None
+
+
+class GcsfsDialect(Dialect):
+    """gcsfs: an upload with ``ifGenerationMatch=0`` (accepted on reading its code; untested)."""
+
+    label = "gcsfs"
+
+    def create(self, fs: Any, path: str, data: bytes) -> None:
+        try:
+            fs.pipe_file(path, data, mode="create")
+        except FileExistsError:
+            raise _conflict() from None
+        except Exception as exc:
+            raise _unknown(self.label, exc) from None
+
+
+class AssumedDialect(Dialect):
+    """Any filesystem whose ``pipe_file(mode="create")`` the caller vouches for."""
+
+    label = "asserted-atomic"
+
+    def create(self, fs: Any, path: str, data: bytes) -> None:
+        try:
+            fs.pipe_file(path, data, mode="create")
+        except FileExistsError:
+            raise _conflict() from None
+        except Exception as exc:
+            raise _unknown(self.label, exc) from None
+
+
+#: (module, class name) -> (distribution whose version is checked, dialect).
+_ACCEPTED: dict[tuple[str, str], tuple[str, type[Dialect]]] = {
+    ("fsspec.implementations.local", "LocalFileSystem"): ("fsspec", LocalDialect),
+    ("s3fs.core", "S3FileSystem"): ("s3fs", S3fsDialect),
+    ("adlfs.spec", "AzureBlobFileSystem"): ("adlfs", AdlfsDialect),
+    ("gcsfs.core", "GCSFileSystem"): ("gcsfs", GcsfsDialect),
+}
+
+
+def dialect_for(fs_class: type, *, assume_atomic_create: bool) -> Dialect:
+    """The dialect for a filesystem class; refuses a class not known to create atomically."""
+    accepted = _ACCEPTED.get((fs_class.__module__, fs_class.__qualname__))
+    if accepted is not None:
+        distribution, dialect = accepted
+        found = _version(distribution)
+        if found >= MIN_VERSION:
+            return dialect()
+        if not assume_atomic_create:
+            wanted = ".".join(map(str, MIN_VERSION))
+            raise StoreNotConfigured(
+                f"{distribution} {'.'.join(map(str, found))} has no exclusive create: "
+                f"install {distribution}>={wanted}"
+            )
+    if assume_atomic_create:
+        return AssumedDialect()
+    raise StoreNotConfigured(
+        f"{fs_class.__module__}.{fs_class.__qualname__} is not known to create objects "
+        "atomically (fsspec's generic create checks, then writes); docmem-fsspec accepts "
+        "s3fs, gcsfs, adlfs and the local filesystem. If this store really refuses a second "
+        "create of the same name as one atomic step, pass assume_atomic_create=true"
+    )
+
+
+def _version(distribution: str) -> tuple[int, ...]:
+    try:
+        text = version(distribution)
+    except PackageNotFoundError:
+        return ()
+    parts: list[int] = []
+    for part in text.split(".")[:3]:
+        digits = "".join(character for character in part if character.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)

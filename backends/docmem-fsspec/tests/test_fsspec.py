@@ -390,6 +390,37 @@ def test_a_version_from_another_process_is_accepted_when_still_newest(open_fsspe
     assert store.read("k") == docmem.Stored(data=b"two", version=newer)
 
 
+def test_a_key_another_client_writes_is_listed_before_the_next_save(
+    open_fsspec: Opener,
+) -> None:
+    store = open_fsspec()
+    other = docmem.open_store(store.url, **store.options)
+    creates: list[str] = []
+    real_create = store._dialect.create
+
+    def counted(fs: Any, path: str, data: bytes) -> None:
+        creates.append(path.rsplit("/", 1)[-1])
+        real_create(fs, path, data)
+
+    store._dialect.create = counted  # type: ignore[method-assign]
+    mine = docmem.FileMemory(store).bind(SCOPE, slot="user")
+    theirs = docmem.FileMemory(other).bind(SCOPE, slot="user")
+    mine.save("one", mutation_id="m-1")
+    theirs.save("two", mutation_id="t-1")
+    mine.save("three", mutation_id="m-2")  # starts from its cached copy: one create refused
+    assert creates == [object_name(1), object_name(2), object_name(3)]
+    theirs.save("four", mutation_id="t-2")
+    creates.clear()
+    mine.save("five", mutation_id="m-3")  # the key is contended: listed first, one create
+    assert creates == [object_name(5)]
+    creates.clear()
+    mine.save("six", mutation_id="m-4")  # nobody wrote since: back to the cached copy
+    assert creates == [object_name(6)]
+    document = mine.read()
+    assert document is not None
+    assert sorted(document.entries.values()) == ["five", "four", "one", "six", "three", "two"]
+
+
 # -- delete, purge_history, history ---------------------------------------------------------
 
 

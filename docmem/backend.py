@@ -11,12 +11,13 @@ the entry point ``a``).
 from __future__ import annotations
 
 import abc
+import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import import_module
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, Generic, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
 import msgspec
@@ -26,6 +27,7 @@ from .errors import InvalidArgument, StoreNotConfigured
 __all__ = [
     "ENTRY_POINT_GROUP",
     "Backend",
+    "PerProcess",
     "Stored",
     "check_key",
     "open_store",
@@ -51,6 +53,7 @@ _INSTALL_HINTS: dict[str, str] = {
     "abfss": "docmem-fsspec",
 }
 _registered: dict[str, str | type[Backend]] = {}
+_T = TypeVar("_T")
 _registry_lock = threading.Lock()
 
 
@@ -133,6 +136,39 @@ class Backend(abc.ABC):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+class PerProcess(Generic[_T]):
+    """A value built on first use, and built again in a forked child.
+
+    For a backend's clients and filesystems: a connection pool or event loop
+    inherited through ``fork`` belongs to the parent and must not be used.
+    Thread-safe; ``build`` runs at most once per process until :meth:`reset`.
+    """
+
+    def __init__(self, build: Callable[[], _T]) -> None:
+        self._build = build
+        self._value: _T | None = None
+        self._pid = 0
+        self._lock = threading.Lock()
+
+    def get(self) -> _T:
+        """This process's value, built now if it has none yet."""
+        pid = os.getpid()
+        value = self._value
+        if value is not None and self._pid == pid:
+            return value
+        with self._lock:
+            if self._value is None or self._pid != pid:
+                self._value = self._build()
+                self._pid = pid
+            return self._value
+
+    def reset(self) -> _T | None:
+        """Forget the value so the next :meth:`get` builds anew; return it if built here."""
+        with self._lock:
+            value, self._value = self._value, None
+            return value if self._pid == os.getpid() else None
 
 
 def register_backend(scheme: str, target: str | type[Backend], *, clobber: bool = False) -> None:

@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 import fsspec
 import msgspec
 
-from docmem.backend import Backend, Stored, check_key, url_options
+from docmem.backend import Backend, PerProcess, Stored, check_key, url_options
 from docmem.errors import (
     DocmemError,
     StoreBusy,
@@ -182,9 +182,7 @@ class FsspecBackend(Backend):
         # lists first (until a listing finds what this process had) instead of sending a
         # create that is bound to be refused.
         self._contended: set[str] = set()
-        self._filesystems: tuple[Any, Any] | None = None
-        self._filesystems_pid = 0
-        self._filesystems_lock = threading.Lock()
+        self._filesystems: PerProcess[tuple[Any, Any]] = PerProcess(self._build)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> FsspecBackend:
@@ -245,15 +243,7 @@ class FsspecBackend(Backend):
 
     def filesystems(self) -> tuple[Any, Any]:
         """(reader, writer): built on first use and again in a forked child."""
-        pid = os.getpid()
-        built = self._filesystems
-        if built is not None and self._filesystems_pid == pid:
-            return built
-        with self._filesystems_lock:
-            if self._filesystems is None or self._filesystems_pid != pid:
-                self._filesystems = self._build()
-                self._filesystems_pid = pid
-            return self._filesystems
+        return self._filesystems.get()
 
     def _build(self) -> tuple[Any, Any]:
         # Listing caches would hide other writers' versions: every listing asks the store.
@@ -473,8 +463,7 @@ class FsspecBackend(Backend):
         return Stored(data=data, version=version)
 
     def close(self) -> None:
-        with self._filesystems_lock:
-            self._filesystems = None
+        self._filesystems.reset()
 
     # -- internals -------------------------------------------------------------
 

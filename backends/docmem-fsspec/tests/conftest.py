@@ -109,7 +109,6 @@ def unavailable_url(store: str, root: Path) -> tuple[str, dict[str, Any]]:
             "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
             f"AccountKey={key};BlobEndpoint={dead}/devstoreaccount1;"
         ),
-        "retry_total": 0,
     }
 
 

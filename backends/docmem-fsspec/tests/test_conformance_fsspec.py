@@ -40,7 +40,12 @@ class _FsspecTests(BackendTests):
     def unavailable_backend(self, tmp_path: Path) -> Any:
         require(self.store_kind)
         url, options = unavailable_url(self.store_kind, tmp_path)
-        return docmem.open_store(url, **options)
+        store = docmem.open_store(url, **options)
+        if self.store_kind == "azurite":
+            # docmem-fsspec lets the Azure SDK retry a read twice, a few seconds in all;
+            # nothing listens here, so skip the waiting (the answer is the same).
+            store.filesystems()[0].service_client._config.retry_policy.total_retries = 0
+        return store
 
 
 class TestLocal(_FsspecTests):
@@ -52,9 +57,9 @@ class _ServerTests(_FsspecTests):
     # and the folder holds every version younger than the grace period: 8 threads x 25
     # increments take over a minute on LocalStack, so the thread race is 8 x 10 here.
     race_increments = 10
-    # Each step of the model-based test lists every key: fewer examples keep it near a minute.
+    # Each step of the model-based test lists every key: fewer examples keep it under a minute.
     state_machine_settings = settings(
-        max_examples=12,
+        max_examples=8,
         stateful_step_count=20,
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow],

@@ -17,7 +17,6 @@ bucket, prefix), the store must show that it honours the conditions
 from __future__ import annotations
 
 import collections
-import os
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -36,7 +35,7 @@ from botocore.exceptions import (
     ProxyConnectionError,
 )
 
-from docmem.backend import Backend, Stored, check_key, url_options
+from docmem.backend import Backend, PerProcess, Stored, check_key, url_options
 from docmem.errors import (
     DocmemError,
     StoreNotConfigured,
@@ -159,9 +158,7 @@ class S3Backend(Backend):
         # Keys whose last conditional PUT lost a race: another client writes them, so
         # read_recent asks the server (a 304 when nothing changed) until one GET is a 304.
         self._contended: set[str] = set()
-        self._clients: tuple[Any, Any] | None = None
-        self._clients_pid = 0
-        self._clients_lock = threading.Lock()
+        self._clients: PerProcess[tuple[Any, Any]] = PerProcess(self._build_clients)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> S3Backend:
@@ -226,15 +223,7 @@ class S3Backend(Backend):
 
     def clients(self) -> tuple[Any, Any]:
         """(reader, writer): built on first use and again in a forked child."""
-        pid = os.getpid()
-        clients = self._clients
-        if clients is not None and self._clients_pid == pid:
-            return clients
-        with self._clients_lock:
-            if self._clients is None or self._clients_pid != pid:
-                self._clients = self._build_clients()
-                self._clients_pid = pid
-            return self._clients
+        return self._clients.get()
 
     def _build_clients(self) -> tuple[Any, Any]:
         timeouts = {"connect_timeout": self.connect_timeout, "read_timeout": self.read_timeout}
@@ -376,8 +365,7 @@ class S3Backend(Backend):
             raise _unavailable("list", exc) from None
 
     def close(self) -> None:
-        with self._clients_lock:
-            clients, self._clients = self._clients, None
+        clients = self._clients.reset()
         if clients is not None:
             for client in clients:
                 if client is not self._given_client:

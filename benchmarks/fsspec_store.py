@@ -95,26 +95,45 @@ row that raises is reported as failed and the other rows still run.
 from __future__ import annotations
 
 import argparse
-import collections
 import concurrent.futures
-import contextlib
 import dataclasses
-import gc
 import importlib.metadata
 import math
 import os
 import platform
 import statistics
 import sys
-import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import boto3
-from botocore.exceptions import BotoCoreError, ClientError
-from harness import Result, Sample, clock, format_duration, interleave, log
+from harness import (
+    SLOT,
+    Prefixes,
+    Requests,
+    Result,
+    S3Endpoint,
+    Sample,
+    Tally,
+    add_contention_arguments,
+    add_endpoint_arguments,
+    bind,
+    changes,
+    check_bucket,
+    clock,
+    compared,
+    contended_saves,
+    endpoint_arguments,
+    interleave,
+    layout,
+    log,
+    notes,
+    override,
+    recall_after,
+    seeded,
+    settle,
+    timed_save,
+)
 
 import docmem
 from docmem.document import MAX_DOCUMENT_BYTES
@@ -122,12 +141,6 @@ from docmem_fsspec import FsspecBackend, object_name, parse_version
 from docmem_s3 import S3Backend
 
 NAMESPACE = "bench:fsspec"
-SLOT = "user"
-ENTRIES = 10
-DEFAULT_BUCKET = "docmem-test"
-DEFAULT_REGION = "us-east-1"
-#: Retries of a save that ran out of docmem's budget (StoreBusy), same mutation id.
-BUSY_RETRIES = 10
 #: The fsspec store's options per variant of a writing row (the s3 side keeps its defaults).
 VARIANTS: tuple[tuple[str, Mapping[str, Any]], ...] = (
     ("grace 600s", {}),
@@ -174,109 +187,11 @@ QUICK = Settings(
 )
 
 
-_SHORT_NAMES = {
-    "GetObject": "GET",
-    "PutObject": "PUT",
-    "DeleteObject": "DELETE",
-    "ListObjectsV2": "LIST",
-    "HeadObject": "HEAD",
-}
-
-
-class Requests:
-    """HTTP responses the clients received while counting, by operation and status.
-
-    Hooked on botocore's ``response-received`` event, which fires once per
-    attempt (aiobotocore, under s3fs, emits it too), so retries count; a
-    request that got no response counts under the exception's name.
-    """
-
-    def __init__(self) -> None:
-        self._counts: collections.Counter[tuple[str, str]] = collections.Counter()
-        self._lock = threading.Lock()
-        self._active = False
-
-    def attach(self, *clients: Any) -> Requests:
-        for client in clients:
-            client.meta.events.register("response-received.s3", self._received)
-        return self
-
-    def _received(
-        self,
-        event_name: str,
-        response_dict: dict[str, Any] | None = None,
-        exception: BaseException | None = None,
-        **_: Any,
-    ) -> None:
-        if not self._active:
-            return
-        operation = event_name.rsplit(".", 1)[-1]
-        if response_dict is not None:
-            status = str(response_dict.get("status_code", "?"))
-        else:
-            status = type(exception).__name__ if exception is not None else "?"
-        with self._lock:
-            self._counts[(_SHORT_NAMES.get(operation, operation), status)] += 1
-
-    def reset(self) -> None:
-        with self._lock:
-            self._counts.clear()
-
-    @contextlib.contextmanager
-    def counting(self) -> Iterator[None]:
-        self._active = True
-        try:
-            yield
-        finally:
-            self._active = False
-
-    def count(self, operation: str, status: str | None = None) -> int:
-        with self._lock:
-            return sum(
-                n
-                for (op, code), n in self._counts.items()
-                if op == operation and (status is None or code == status)
-            )
-
-    def total(self) -> int:
-        with self._lock:
-            return sum(self._counts.values())
-
-    def per_call(self, calls: int) -> str:
-        """``"GET 1.00 (304), PUT 0"``-style: requests per call, statuses in parentheses."""
-        with self._lock:
-            counts = dict(self._counts)
-        parts = []
-        for operation in sorted({op for op, _ in counts} | {"GET", "PUT"}):
-            statuses = {code: n for (op, code), n in counts.items() if op == operation}
-            total = sum(statuses.values())
-            if not total:
-                parts.append(f"{operation} 0")
-                continue
-            if len(statuses) == 1:
-                detail = next(iter(statuses))
-            else:
-                detail = ", ".join(
-                    f"{code} {n / calls:.2f}" for code, n in sorted(statuses.items())
-                )
-            parts.append(f"{operation} {total / calls:.2f} ({detail})")
-        return ", ".join(parts)
-
-
-def settle() -> None:
-    gc.collect()
-
-
 # -- the endpoint and the stores ----------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class Endpoint:
-    """Where the benchmarks run: one S3 endpoint and bucket."""
-
-    url: str
-    bucket: str
-    region: str
+class Endpoint(S3Endpoint):
+    """Where the benchmarks run: one S3 endpoint and bucket, opened by either store."""
 
     def fsspec_store(self, prefix: str, **options: Any) -> FsspecBackend:
         """A docmem-fsspec store on s3fs under ``prefix``, opened from its URL."""
@@ -290,19 +205,6 @@ class Endpoint:
                 f"fsspec+s3:// opened a {type(store).__name__}, not docmem_fsspec.FsspecBackend"
             )
         return store
-
-    def s3_store(self, prefix: str) -> S3Backend:
-        """A docmem-s3 store under ``prefix``, opened from its URL."""
-        store = docmem.open_store(
-            f"s3://{self.bucket}/{prefix}?endpoint_url={self.url}&region={self.region}"
-        )
-        if not isinstance(store, S3Backend):
-            raise RuntimeError(f"s3:// opened a {type(store).__name__}, not docmem_s3.S3Backend")
-        return store
-
-    def client(self) -> Any:
-        """A plain boto3 client, for out-of-band set-up and the clean-up."""
-        return boto3.session.Session().client("s3", endpoint_url=self.url, region_name=self.region)
 
 
 def clients_of(store: docmem.Backend) -> list[Any]:
@@ -328,62 +230,6 @@ def listing_size(store: docmem.Backend, key: str) -> int | None:
         return len(reader.ls(store.folder(key), detail=False))
     except FileNotFoundError:
         return 0
-
-
-class Prefixes:
-    """A fresh prefix per side and benchmark, and the clean-up of every object under them."""
-
-    def __init__(self, endpoint: Endpoint) -> None:
-        self._endpoint = endpoint
-        self._made: list[str] = []
-        self.run_id = uuid.uuid4().hex[:12]
-
-    def fresh(self, name: str) -> str:
-        prefix = f"docmem-bench-{self.run_id}/{name}-{uuid.uuid4().hex[:8]}"
-        self._made.append(prefix)
-        return prefix
-
-    def remove_all(self) -> int:
-        """Delete every object under the prefixes made; best effort; the number deleted."""
-        client = self._endpoint.client()
-        deleted = 0
-        try:
-            for prefix in self._made:
-                with contextlib.suppress(ClientError, BotoCoreError):
-                    pages = client.get_paginator("list_objects_v2").paginate(
-                        Bucket=self._endpoint.bucket, Prefix=f"{prefix}/"
-                    )
-                    for page in pages:
-                        keys = [{"Key": item["Key"]} for item in page.get("Contents", ())]
-                        if keys:
-                            client.delete_objects(
-                                Bucket=self._endpoint.bucket, Delete={"Objects": keys}
-                            )
-                            deleted += len(keys)
-        finally:
-            client.close()
-        return deleted
-
-
-def bind(store: docmem.Backend, scope: str, **options: Any) -> docmem.BoundMemory:
-    return docmem.FileMemory(store, **options).bind(
-        docmem.lock_scope(namespace=NAMESPACE, scope=scope), slot=SLOT
-    )
-
-
-def seeded(store: docmem.Backend, scope: str) -> docmem.BoundMemory:
-    """A bound memory whose document holds :data:`ENTRIES` entries, saved through docmem."""
-    memory = bind(store, scope)
-    for index in range(ENTRIES):
-        memory.save(
-            f"Seed fact {index}: the user prefers metric units and short answers.",
-            mutation_id=f"seed-{scope}-{index}",
-        )
-    return memory
-
-
-def save_text(count: int) -> str:
-    return f"Note {count}: met the user on a Tuesday."
 
 
 # -- one side of a row, and a row --------------------------------------------
@@ -458,11 +304,26 @@ def build(
     return side(another_fsspec(), another_fsspec), side(another_s3(), another_s3)
 
 
+WritingBench = Callable[[Endpoint, Prefixes, Settings, str, Options], Result]
+
+
+def writing_row(title: str, row: str, side: SideFactory) -> WritingBench:
+    """A row that writes: ``side`` for each kind, :attr:`Settings.write_runs` timed runs."""
+
+    def bench(
+        endpoint: Endpoint, prefixes: Prefixes, settings: Settings, variant: str, options: Options
+    ) -> Result:
+        fsspec_side, s3_side = build(endpoint, prefixes, row, options, side)
+        return compare(f"{title}, {variant}", settings, settings.write_runs, fsspec_side, s3_side)
+
+    return bench
+
+
 # -- recall -----------------------------------------------------------------
 
 
 def recall_unchanged_side(store: docmem.Backend, _: Callable[[], docmem.Backend]) -> Side:
-    memory = seeded(store, "recall")
+    memory = seeded(store, NAMESPACE, "recall")
     if not memory.recall():  # this store has seen the document
         raise RuntimeError("the seeded document is missing")
     requests = counted(store)
@@ -530,183 +391,62 @@ def bench_recall_hot(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
 
 
 def recall_changed_side(store: docmem.Backend, open_another: Callable[[], docmem.Backend]) -> Side:
-    memory = seeded(store, "recall")
-    other = bind(open_another(), "recall")
+    """``recall()`` right after another client's write."""
+    memory = seeded(store, NAMESPACE, "recall")
+    other = bind(open_another(), NAMESPACE, "recall")
     memory.recall()  # this store has seen the document
     requests = counted(store)
-    count = 0
-
-    def change() -> int:
-        """Untimed: the other client saves an entry and removes it (the size stays put)."""
-        nonlocal count
-        count += 1
-        saved = other.save(
-            f"Note {count}: the user moved the weekly meeting to Thursday.",
-            mutation_id=f"change-save-{count}",
-        )
-        return other.remove(saved.index, mutation_id=f"change-remove-{count}").revision
-
-    def run() -> float:
-        revision = change()
-        with requests.counting():
-            start = time.perf_counter_ns()
-            messages = memory.recall()
-            elapsed = (time.perf_counter_ns() - start) / 1e9
-        if not messages or messages[0].revision != revision:
-            raise RuntimeError(f"recall() missed the other client's write (revision {revision})")
-        return elapsed
-
+    run = recall_after(changes(other), memory, requests)
     return Side(store, memory.scope.storage_key, requests, run)
 
 
-def bench_recall_changed(
-    endpoint: Endpoint, prefixes: Prefixes, settings: Settings, variant: str, options: Options
-) -> Result:
-    """``recall()`` right after another client's write."""
-    fsspec_side, s3_side = build(endpoint, prefixes, "recall-changed", options, recall_changed_side)
-    return compare(
-        f"recall, after another client's write, {variant}",
-        settings,
-        settings.write_runs,
-        fsspec_side,
-        s3_side,
-    )
+bench_recall_changed = writing_row(
+    "recall, after another client's write", "recall-changed", recall_changed_side
+)
 
 
 # -- save -------------------------------------------------------------------
 
 
-def save_single_side(store: docmem.Backend, _: Callable[[], docmem.Backend]) -> Side:
-    memory = seeded(store, "save")
-    requests = counted(store)
+def saves(memory: docmem.BoundMemory, requests: Requests, remover: docmem.BoundMemory) -> Sample:
+    """Timed saves to ``memory``; ``remover`` removes each new entry again, untimed."""
     count = 0
 
     def run() -> float:
         nonlocal count
         count += 1
-        with requests.counting():
-            start = time.perf_counter_ns()
-            result = memory.save(save_text(count), mutation_id=f"save-{count}")
-            elapsed = (time.perf_counter_ns() - start) / 1e9
-        memory.remove(result.index, mutation_id=f"remove-{count}")  # this store again
+        elapsed, result = timed_save(memory, requests, count)
+        remover.remove(result.index, mutation_id=f"remove-{count}")
         return elapsed
 
-    return Side(store, memory.scope.storage_key, requests, run)
+    return run
 
 
-def bench_save_single(
-    endpoint: Endpoint, prefixes: Prefixes, settings: Settings, variant: str, options: Options
-) -> Result:
+def save_single_side(store: docmem.Backend, _: Callable[[], docmem.Backend]) -> Side:
     """``save()`` from this process's own last write."""
-    fsspec_side, s3_side = build(endpoint, prefixes, "save-single", options, save_single_side)
-    return compare(
-        f"save, single writer, {variant}", settings, settings.write_runs, fsspec_side, s3_side
-    )
+    memory = seeded(store, NAMESPACE, "save")
+    requests = counted(store)
+    run = saves(memory, requests, remover=memory)  # this store again
+    return Side(store, memory.scope.storage_key, requests, run)
 
 
 def save_stale_side(store: docmem.Backend, open_another: Callable[[], docmem.Backend]) -> Side:
-    memory = seeded(store, "save")
-    other = bind(open_another(), "save")
+    """``save()`` after another client's write (this store's cached version is stale)."""
+    memory = seeded(store, NAMESPACE, "save")
+    other = bind(open_another(), NAMESPACE, "save")
     # The other client writes first, so the first timed save starts from a stale cache too.
     other.remove(other.save("Warm-up note.", mutation_id="warm-save").index, mutation_id="warm")
     requests = counted(store)
-    count = 0
-
-    def run() -> float:
-        nonlocal count
-        count += 1
-        with requests.counting():
-            start = time.perf_counter_ns()
-            result = memory.save(save_text(count), mutation_id=f"save-{count}")
-            elapsed = (time.perf_counter_ns() - start) / 1e9
-        # The other client removes the entry: the size stays put, this store's cache goes stale.
-        other.remove(result.index, mutation_id=f"remove-{count}")
-        return elapsed
-
+    # The other client removes each entry: the size stays put, this store's cache goes stale.
+    run = saves(memory, requests, remover=other)
     return Side(store, memory.scope.storage_key, requests, run)
 
 
-def bench_save_stale(
-    endpoint: Endpoint, prefixes: Prefixes, settings: Settings, variant: str, options: Options
-) -> Result:
-    """``save()`` after another client's write (this store's cached version is stale)."""
-    fsspec_side, s3_side = build(endpoint, prefixes, "save-stale", options, save_stale_side)
-    return compare(
-        f"save, after another client's write, {variant}",
-        settings,
-        settings.write_runs,
-        fsspec_side,
-        s3_side,
-    )
+bench_save_single = writing_row("save, single writer", "save-single", save_single_side)
+bench_save_stale = writing_row("save, after another client's write", "save-stale", save_stale_side)
 
 
 # -- contention -------------------------------------------------------------
-
-
-def entry_text(writer: int, index: int) -> str:
-    return f"writer {writer} note {index}"
-
-
-def run_threads(count: int, work: Callable[[int], None]) -> float:
-    """Wall seconds for ``work(0)`` ... ``work(count - 1)`` in threads started together."""
-    barrier = threading.Barrier(count + 1)
-    failures: list[BaseException] = []
-
-    def runner(number: int) -> None:
-        barrier.wait()
-        try:
-            work(number)
-        except BaseException as exc:  # re-raised below, after every thread joined
-            failures.append(exc)
-
-    threads = [threading.Thread(target=runner, args=(n,)) for n in range(count)]
-    for thread in threads:
-        thread.start()
-    barrier.wait()
-    start = time.perf_counter_ns()
-    for thread in threads:
-        thread.join()
-    elapsed = (time.perf_counter_ns() - start) / 1e9
-    if failures:
-        raise failures[0]
-    return elapsed
-
-
-@dataclasses.dataclass
-class Tally:
-    """What one side of the contention benchmark did, over all its runs."""
-
-    runs: int = 0
-    complete_runs: int = 0
-    fewest_present: int | None = None
-    busy: int = 0
-    errors: list[str] = dataclasses.field(default_factory=list)
-    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
-
-    def error(self, message: str) -> None:
-        with self.lock:
-            self.errors.append(message)
-
-    def finish_run(self, present: int, expected: int) -> None:
-        self.runs += 1
-        self.complete_runs += present == expected
-        if self.fewest_present is None or present < self.fewest_present:
-            self.fewest_present = present
-
-    def summary(self, expected: int) -> str:
-        text = (
-            f"all {expected:,} entries present in {self.complete_runs} of {self.runs} runs"
-            f" (fewest {self.fewest_present if self.fewest_present is not None else 0:,})"
-        )
-        if self.busy:
-            text += f", {self.busy} saves retried after StoreBusy"
-        if self.errors:
-            text += f", {len(self.errors)} errors (first: {self.errors[0]})"
-        return text
-
-    @property
-    def ok(self) -> bool:
-        return self.runs > 0 and self.complete_runs == self.runs and not self.errors
 
 
 def contention_side(
@@ -732,35 +472,10 @@ def contention_side(
         nonlocal run
         run += 1
         scope = docmem.lock_scope(namespace=NAMESPACE, scope=f"contention-{run}")
-        bound = [memory.bind(scope, slot=SLOT) for memory in memories]
-
-        def work(writer: int) -> None:
-            for index in range(saves):
-                mutation_id = f"{run}-{writer}-{index}"
-                for _ in range(BUSY_RETRIES + 1):
-                    try:
-                        bound[writer].save(entry_text(writer, index), mutation_id=mutation_id)
-                        break
-                    except docmem.StoreBusy:
-                        with tally.lock:
-                            tally.busy += 1
-                    except docmem.DocmemError as exc:
-                        tally.error(f"{type(exc).__name__}: {exc}")
-                        break
-
-        with requests.counting():
-            elapsed = run_threads(writers, work)
-        document = bound[0].read()
-        texts = set(document.entries.values()) if document is not None else set()
-        present = sum(
-            entry_text(writer, index) in texts
-            for writer in range(writers)
-            for index in range(saves)
-        )
-        tally.finish_run(present, expected)
+        elapsed, held = contended_saves(memories, scope, run, saves, requests, tally)
         size = listing_size(stores[0], scope.storage_key)
         listing = f", listing {size} objects" if size is not None else ""
-        log(f"  {label} run {run}: {elapsed:.2f} s, {present}/{expected} present{listing}")
+        log(f"  {label} run {run}: {elapsed:.2f} s, {held}/{expected} present{listing}")
         return elapsed
 
     return timed, tally, requests
@@ -781,8 +496,6 @@ def bench_contention(
     settle()
     fsspec_times, s3_times = interleave(settings.contention_runs, fsspec_run, s3_run)
     saves_done = expected * settings.contention_runs
-    fsspec_lost = fsspec_requests.count("PUT", "412") + fsspec_requests.count("PUT", "409")
-    s3_lost = s3_requests.count("PUT", "412") + s3_requests.count("PUT", "409")
     return Result(
         name=f"contention, {writers} writers x {saves} saves, {variant}",
         subject=statistics.median(fsspec_times),
@@ -792,11 +505,9 @@ def bench_contention(
         runs=settings.contention_runs,
         notes=(
             f"fsspec: {fsspec_tally.summary(expected)}",
-            f"fsspec per save: {fsspec_requests.per_call(saves_done)}; lost races per save "
-            f"{fsspec_lost / saves_done:.2f}",
+            f"fsspec per save: {fsspec_requests.per_save(saves_done)}",
             f"s3: {s3_tally.summary(expected)}",
-            f"s3 per save:     {s3_requests.per_call(saves_done)}; lost races per save "
-            f"{s3_lost / saves_done:.2f}",
+            f"s3 per save:     {s3_requests.per_save(saves_done)}",
         ),
         checked=fsspec_tally.ok and s3_tally.ok,
     )
@@ -809,39 +520,9 @@ def report_table(results: Sequence[Result]) -> str:
     """Like ``harness.table``, but with no target: the target column says ``report``."""
     header = ("benchmark", "fsspec", "s3", "difference", "ratio", "target", "check", "runs")
     rows = [header] + [
-        (
-            r.name,
-            format_duration(r.subject),
-            format_duration(r.baseline),
-            ("+" if r.subject >= r.baseline else "-")
-            + format_duration(abs(r.subject - r.baseline)),
-            f"{r.ratio:.2f}x",
-            "report",
-            "ok" if r.checked else "FAILED",
-            f"{r.runs:,}",
-        )
-        for r in results
+        (*compared(r), "report", "ok" if r.checked else "FAILED", f"{r.runs:,}") for r in results
     ]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
-    numeric = {1, 2, 3, 4, 7}
-
-    def line(row: Sequence[str]) -> str:
-        cells = [
-            cell.rjust(width) if column in numeric else cell.ljust(width)
-            for column, (cell, width) in enumerate(zip(row, widths, strict=True))
-        ]
-        return "  ".join(cells).rstrip()
-
-    rule = "  ".join("-" * width for width in widths)
-    return "\n".join([line(rows[0]), rule, *(line(row) for row in rows[1:])])
-
-
-def notes(results: Sequence[Result]) -> str:
-    lines = []
-    for result in results:
-        lines.append(f"{result.name}:" + ("" if result.checked else "  (check FAILED)"))
-        lines.extend(f"    {note}" for note in result.notes)
-    return "\n".join(lines)
+    return layout(rows, numeric={1, 2, 3, 4, 7})
 
 
 def parse_arguments(argv: Sequence[str] | None) -> tuple[Settings, Endpoint]:
@@ -849,68 +530,16 @@ def parse_arguments(argv: Sequence[str] | None) -> tuple[Settings, Endpoint]:
         description="Benchmark docmem-fsspec (s3fs) against docmem-s3 on one S3 endpoint."
     )
     parser.add_argument("--quick", action="store_true", help="a fast smoke run with small counts")
-    parser.add_argument(
-        "--endpoint",
-        default=os.environ.get("LOCALSTACK_ENDPOINT"),
-        help="the S3 endpoint URL (default: $LOCALSTACK_ENDPOINT)",
-    )
-    parser.add_argument(
-        "--bucket",
-        default=os.environ.get("DOCMEM_TEST_BUCKET") or DEFAULT_BUCKET,
-        help=f"an existing bucket (default: $DOCMEM_TEST_BUCKET or {DEFAULT_BUCKET})",
-    )
-    parser.add_argument("--region", default=DEFAULT_REGION, help="default: %(default)s")
+    add_endpoint_arguments(parser)
     parser.add_argument(
         "--recall-runs", type=int, help="timed runs per side of the recall, unchanged rows"
     )
     parser.add_argument("--write-runs", type=int, help="timed runs per side of the other rows")
     parser.add_argument("--hot-versions", type=int, help="extra versions of the hot key")
-    parser.add_argument("--writers", type=int, help="threads in the contention benchmark")
-    parser.add_argument("--writer-saves", type=int, help="saves per contention writer")
-    parser.add_argument("--contention-runs", type=int, help="contention runs per side")
+    add_contention_arguments(parser)
     arguments = parser.parse_args(argv)
-    if not arguments.endpoint:
-        parser.error(
-            "no S3 endpoint: pass --endpoint URL or set LOCALSTACK_ENDPOINT "
-            "(scripts/with-test-servers sets it)"
-        )
-    settings = QUICK if arguments.quick else FULL
-    overrides = {
-        "recall_runs": arguments.recall_runs,
-        "write_runs": arguments.write_runs,
-        "hot_versions": arguments.hot_versions,
-        "writers": arguments.writers,
-        "writer_saves": arguments.writer_saves,
-        "contention_runs": arguments.contention_runs,
-    }
-    settings = dataclasses.replace(
-        settings, **{name: value for name, value in overrides.items() if value is not None}
-    )
-    for name, value in dataclasses.asdict(settings).items():
-        if value < 1:
-            parser.error(f"{name.replace('_', '-')} must be at least 1")
-    return settings, Endpoint(arguments.endpoint, arguments.bucket, arguments.region)
-
-
-def check_bucket(endpoint: Endpoint) -> None:
-    """Fail early and clearly when the endpoint, the bucket or the credentials are wrong."""
-    client = endpoint.client()
-    try:
-        client.head_bucket(Bucket=endpoint.bucket)
-    except ClientError as exc:
-        meta = exc.response.get("ResponseMetadata", {})
-        code = exc.response.get("Error", {}).get("Code", "")
-        raise SystemExit(
-            f"benchmarks/fsspec_store.py: bucket {endpoint.bucket!r} at {endpoint.url} is not "
-            f"usable (HTTP {meta.get('HTTPStatusCode', 0)} {code}); create it or set "
-            "DOCMEM_TEST_BUCKET"
-        ) from None
-    except BotoCoreError as exc:
-        raise SystemExit(
-            f"benchmarks/fsspec_store.py: cannot reach {endpoint.url} ({type(exc).__name__}: {exc})"
-        ) from None
-    finally:
-        client.close()
+    endpoint = Endpoint(*endpoint_arguments(parser, arguments))
+    return override(parser, QUICK if arguments.quick else FULL, arguments), endpoint
 
 
 Bench = Callable[[Endpoint, Prefixes, Settings], Result]
@@ -947,7 +576,7 @@ def benches() -> list[tuple[str, Bench]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     settings, endpoint = parse_arguments(argv)
-    check_bucket(endpoint)
+    check_bucket(endpoint, "benchmarks/fsspec_store.py")
     started = time.monotonic()
     prefixes = Prefixes(endpoint)
     results: list[Result] = []
@@ -967,9 +596,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             log(f"{name}: {time.monotonic() - phase:.1f} s")
     finally:
-        phase = time.monotonic()
-        deleted = prefixes.remove_all()
-        log(f"clean-up: {deleted:,} objects deleted in {time.monotonic() - phase:.1f} s")
+        prefixes.clean_up()
     versions = ", ".join(
         f"{name} {importlib.metadata.version(name)}"
         for name in ("docmem", "docmem-fsspec", "docmem-s3", "s3fs", "aiobotocore", "boto3")
@@ -984,7 +611,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(report_table(results))
     print()
     print("requests per timed call (HTTP status in parentheses), listing sizes, checks:")
-    print(notes(results))
+    print(notes(results, "check FAILED"))
     print()
     for error in errors:
         print(f"FAILED, no row: {error}")

@@ -41,15 +41,26 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from harness import Result, Sample, clock, interleave, log, table
+from harness import (
+    ENTRIES,
+    Result,
+    Sample,
+    bind,
+    clock,
+    interleave,
+    log,
+    override,
+    save_text,
+    seeded,
+    table,
+    verdict,
+)
 
 import docmem
 from docmem.backends.local import LocalBackend
 from docmem.document import MemoryDocument, parse, serialize
 
 NAMESPACE = "bench:local"
-SLOT = "user"
-ENTRIES = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,23 +144,6 @@ def file_store(root: str) -> docmem.Backend:
     return docmem.open_store(pathlib.Path(root).as_uri() + "?create=true")
 
 
-def bind(store: docmem.Backend, scope: str) -> docmem.BoundMemory:
-    return docmem.FileMemory(store).bind(
-        docmem.lock_scope(namespace=NAMESPACE, scope=scope), slot=SLOT
-    )
-
-
-def seeded(store: docmem.Backend, scope: str) -> docmem.BoundMemory:
-    """A bound memory whose document holds :data:`ENTRIES` entries, saved through docmem."""
-    memory = bind(store, scope)
-    for index in range(ENTRIES):
-        memory.save(
-            f"Seed fact {index}: the user prefers metric units and short answers.",
-            mutation_id=f"seed-{scope}-{index}",
-        )
-    return memory
-
-
 def document_path(root: str, memory: docmem.BoundMemory) -> str:
     return LocalBackend(root).path(memory.scope.storage_key)
 
@@ -203,7 +197,7 @@ def populate(root: str, keys: Sequence[str], data: bytes, *, threads: int = 2) -
 def bench_save(base: str, settings: Settings) -> Result:
     """``save`` on a 10-entry document against the raw atomic write of the same bytes."""
     root = os.path.join(base, "save")
-    memory = seeded(file_store(root), "save")
+    memory = seeded(file_store(root), NAMESPACE, "save")
     path = document_path(root, memory)
     # The baseline replaces a file of its own in the same directory.
     baseline_path = os.path.join(os.path.dirname(path), "raw-baseline.bin")
@@ -214,7 +208,7 @@ def bench_save(base: str, settings: Settings) -> Result:
     def save() -> float:
         nonlocal count, written
         count += 1
-        text = f"Note {count}: met the user on a Tuesday."
+        text = save_text(count)
         start = time.perf_counter_ns()
         result = memory.save(text, mutation_id=f"save-{count}")
         elapsed = (time.perf_counter_ns() - start) / 1e9
@@ -241,7 +235,7 @@ def bench_save(base: str, settings: Settings) -> Result:
 def bench_recall(base: str, settings: Settings) -> Result:
     """``recall()`` of a 10-entry document against reading its file's bytes."""
     root = os.path.join(base, "recall")
-    memory = seeded(file_store(root), "recall")
+    memory = seeded(file_store(root), NAMESPACE, "recall")
     path = document_path(root, memory)
     batch = settings.recall_batch
     if not memory.recall():
@@ -296,7 +290,7 @@ def bench_scale(base: str, settings: Settings) -> list[Result]:
 
         def save() -> float:
             nonlocal count
-            memory = bind(store, scope_of(count))
+            memory = bind(store, NAMESPACE, scope_of(count))
             text = f"Moved to office number {count} ({phase})."
             mutation_id = f"{phase}-{which}-{count}"
             count += 1
@@ -381,19 +375,7 @@ def parse_arguments(argv: Sequence[str] | None) -> tuple[Settings, str | None]:
     parser.add_argument("--scale-runs", type=int, help="timed saves per store and scope kind")
     parser.add_argument("--large-scopes", type=int, help="scopes in the large store")
     arguments = parser.parse_args(argv)
-    settings = QUICK if arguments.quick else FULL
-    overrides = {
-        "save_runs": arguments.save_runs,
-        "recall_rounds": arguments.recall_rounds,
-        "scale_runs": arguments.scale_runs,
-        "large_scopes": arguments.large_scopes,
-    }
-    settings = dataclasses.replace(
-        settings, **{name: value for name, value in overrides.items() if value is not None}
-    )
-    for name, value in dataclasses.asdict(settings).items():
-        if value < 1:
-            parser.error(f"{name.replace('_', '-')} must be at least 1")
+    settings = override(parser, QUICK if arguments.quick else FULL, arguments)
     if settings.large_scopes < settings.small_scopes:
         parser.error(f"--large-scopes must be at least {settings.small_scopes}")
     return settings, arguments.dir
@@ -424,11 +406,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print(table(results))
     print()
-    misses = sum(not result.passed for result in results)
-    print(
-        f"{len(results) - misses} PASS, {misses} MISS "
-        f"in {time.monotonic() - started:.0f} s (benchmarks never fail the build)"
-    )
+    print(verdict(results, started))
     return 0
 
 

@@ -53,25 +53,50 @@ Benchmarks never fail a build: the exit status is 0 whether a target is met
 from __future__ import annotations
 
 import argparse
-import collections
-import contextlib
 import dataclasses
-import gc
 import importlib.metadata
 import os
 import platform
 import statistics
 import sys
-import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
-from harness import Result, Sample, clock, interleave, log, table
+from harness import (
+    SLOT,
+    Prefixes,
+    Requests,
+    Result,
+    S3Endpoint,
+    Sample,
+    Tally,
+    add_contention_arguments,
+    add_endpoint_arguments,
+    bind,
+    changes,
+    check_bucket,
+    clock,
+    contended_saves,
+    endpoint_arguments,
+    entry_text,
+    interleave,
+    log,
+    notes,
+    override,
+    present,
+    recall_after,
+    run_threads,
+    seeded,
+    settle,
+    status_of,
+    table,
+    timed_save,
+    verdict,
+)
 
 import docmem
 from docmem.document import MAX_DOCUMENT_BYTES
@@ -79,12 +104,6 @@ from docmem_s3 import S3Backend
 from docmem_s3.backend import CONTENT_TYPE
 
 NAMESPACE = "bench:s3"
-SLOT = "user"
-ENTRIES = 10
-DEFAULT_BUCKET = "docmem-test"
-DEFAULT_REGION = "us-east-1"
-#: Retries of a save that ran out of docmem's budget (StoreBusy), same mutation id.
-BUSY_RETRIES = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,89 +136,6 @@ QUICK = Settings(
 )
 
 
-_SHORT_NAMES = {"GetObject": "GET", "PutObject": "PUT", "DeleteObject": "DELETE"}
-
-
-class Requests:
-    """HTTP responses boto3 clients received while counting, by operation and status.
-
-    Hooked on botocore's ``response-received`` event, which fires once per
-    attempt, so retries count too; a request that got no response counts
-    under the exception's name.
-    """
-
-    def __init__(self) -> None:
-        self._counts: collections.Counter[tuple[str, str]] = collections.Counter()
-        self._lock = threading.Lock()
-        self._active = False
-
-    def attach(self, *clients: Any) -> Requests:
-        for client in clients:
-            client.meta.events.register("response-received.s3", self._received)
-        return self
-
-    def _received(
-        self,
-        event_name: str,
-        response_dict: dict[str, Any] | None = None,
-        exception: BaseException | None = None,
-        **_: Any,
-    ) -> None:
-        if not self._active:
-            return
-        operation = event_name.rsplit(".", 1)[-1]
-        if response_dict is not None:
-            status = str(response_dict.get("status_code", "?"))
-        else:
-            status = type(exception).__name__ if exception is not None else "?"
-        with self._lock:
-            self._counts[(_SHORT_NAMES.get(operation, operation), status)] += 1
-
-    def reset(self) -> None:
-        with self._lock:
-            self._counts.clear()
-
-    @contextlib.contextmanager
-    def counting(self) -> Iterator[None]:
-        self._active = True
-        try:
-            yield
-        finally:
-            self._active = False
-
-    def count(self, operation: str, status: str | None = None) -> int:
-        with self._lock:
-            return sum(
-                n
-                for (op, code), n in self._counts.items()
-                if op == operation and (status is None or code == status)
-            )
-
-    def per_call(self, calls: int) -> str:
-        """``"GET 1.00 (304), PUT 0"``-style: requests per call, statuses in parentheses."""
-        with self._lock:
-            counts = dict(self._counts)
-        parts = []
-        for operation in sorted({op for op, _ in counts} | {"GET", "PUT"}):
-            statuses = {code: n for (op, code), n in counts.items() if op == operation}
-            total = sum(statuses.values())
-            if not total:
-                parts.append(f"{operation} 0")
-                continue
-            if len(statuses) == 1:
-                detail = next(iter(statuses))
-            else:
-                detail = ", ".join(
-                    f"{code} {n / calls:.2f}" for code, n in sorted(statuses.items())
-                )
-            parts.append(f"{operation} {total / calls:.2f} ({detail})")
-        return ", ".join(parts)
-
-
-def settle() -> None:
-    gc.collect()
-
-
 # -- the endpoint, stores and raw clients ------------------------------------
 
 
@@ -219,23 +155,8 @@ def measure(
     return statistics.median(subject_times), statistics.median(baseline_times), notes
 
 
-@dataclasses.dataclass(frozen=True)
-class Endpoint:
-    """Where the benchmarks run: one S3 endpoint and bucket."""
-
-    url: str
-    bucket: str
-    region: str
-
-    def store(self, prefix: str, **options: Any) -> S3Backend:
-        """A docmem store under ``prefix``, opened the public way, from its URL."""
-        store = docmem.open_store(
-            f"s3://{self.bucket}/{prefix}?endpoint_url={self.url}&region={self.region}",
-            **options,
-        )
-        if not isinstance(store, S3Backend):
-            raise RuntimeError(f"s3:// opened a {type(store).__name__}, not docmem_s3.S3Backend")
-        return store
+class Endpoint(S3Endpoint):
+    """Where the benchmarks run: one S3 endpoint and bucket, and raw clients for baselines."""
 
     def raw(self, like: S3Backend) -> Raw:
         """Raw boto3 clients configured like ``like``'s own (see :meth:`S3Backend.clients`)."""
@@ -253,14 +174,9 @@ class Endpoint:
         )
 
 
-def _status(exc: ClientError) -> tuple[int, str]:
-    meta = exc.response.get("ResponseMetadata", {})
-    return int(meta.get("HTTPStatusCode", 0)), str(exc.response.get("Error", {}).get("Code", ""))
-
-
 def is_conflict(exc: ClientError) -> bool:
     """A lost conditional write: 412, or 409 (another conditional write in flight)."""
-    status, code = _status(exc)
+    status, code = status_of(exc)
     return status in (409, 412) or code in ("PreconditionFailed", "ConditionalRequestConflict")
 
 
@@ -280,7 +196,7 @@ class Raw:
         try:
             response = self.reader.get_object(Bucket=self.bucket, Key=key)
         except ClientError as exc:
-            status, code = _status(exc)
+            status, code = status_of(exc)
             if status == 404 or code == "NoSuchKey":
                 return None
             raise
@@ -306,60 +222,6 @@ def fetch(raw: Raw, key: str) -> tuple[bytes, str]:
     return found
 
 
-class Prefixes:
-    """A fresh prefix per benchmark, and the clean-up of every object under them."""
-
-    def __init__(self, endpoint: Endpoint) -> None:
-        self._endpoint = endpoint
-        self._made: list[str] = []
-        self.run_id = uuid.uuid4().hex[:12]
-
-    def fresh(self, name: str) -> str:
-        prefix = f"docmem-bench-{self.run_id}/{name}-{uuid.uuid4().hex[:8]}"
-        self._made.append(prefix)
-        return prefix
-
-    def remove_all(self) -> int:
-        """Delete every object under the prefixes made; best effort; the number deleted."""
-        client = boto3.session.Session().client(
-            "s3", endpoint_url=self._endpoint.url, region_name=self._endpoint.region
-        )
-        deleted = 0
-        try:
-            for prefix in self._made:
-                with contextlib.suppress(ClientError, BotoCoreError):
-                    pages = client.get_paginator("list_objects_v2").paginate(
-                        Bucket=self._endpoint.bucket, Prefix=f"{prefix}/"
-                    )
-                    for page in pages:
-                        keys = [{"Key": item["Key"]} for item in page.get("Contents", ())]
-                        if keys:
-                            client.delete_objects(
-                                Bucket=self._endpoint.bucket, Delete={"Objects": keys}
-                            )
-                            deleted += len(keys)
-        finally:
-            client.close()
-        return deleted
-
-
-def bind(store: docmem.Backend, scope: str, **options: Any) -> docmem.BoundMemory:
-    return docmem.FileMemory(store, **options).bind(
-        docmem.lock_scope(namespace=NAMESPACE, scope=scope), slot=SLOT
-    )
-
-
-def seeded(store: docmem.Backend, scope: str) -> docmem.BoundMemory:
-    """A bound memory whose document holds :data:`ENTRIES` entries, saved through docmem."""
-    memory = bind(store, scope)
-    for index in range(ENTRIES):
-        memory.save(
-            f"Seed fact {index}: the user prefers metric units and short answers.",
-            mutation_id=f"seed-{scope}-{index}",
-        )
-    return memory
-
-
 def object_key(store: S3Backend, memory: docmem.BoundMemory) -> str:
     return store.object_key(memory.scope.storage_key)
 
@@ -374,8 +236,8 @@ def baseline_key(store: S3Backend, name: str) -> str:
 
 def bench_recall_unchanged(endpoint: Endpoint, prefixes: Prefixes, settings: Settings) -> Result:
     """``recall()`` of a document this process has seen (304) against a raw ``get_object``."""
-    store = endpoint.store(prefixes.fresh("recall-unchanged"))
-    memory = seeded(store, "recall")
+    store = endpoint.s3_store(prefixes.fresh("recall-unchanged"))
+    memory = seeded(store, NAMESPACE, "recall")
     key = object_key(store, memory)
     raw = endpoint.raw(store)
     ours = Requests().attach(*store.clients())
@@ -409,35 +271,15 @@ def bench_recall_unchanged(endpoint: Endpoint, prefixes: Prefixes, settings: Set
 def bench_recall_changed(endpoint: Endpoint, prefixes: Prefixes, settings: Settings) -> Result:
     """``recall()`` right after another client's write against a raw ``get_object``."""
     prefix = prefixes.fresh("recall-changed")
-    store = endpoint.store(prefix)
-    memory = seeded(store, "recall")
-    other = bind(endpoint.store(prefix), "recall")
+    store = endpoint.s3_store(prefix)
+    memory = seeded(store, NAMESPACE, "recall")
+    other = bind(endpoint.s3_store(prefix), NAMESPACE, "recall")
     key = object_key(store, memory)
     raw = endpoint.raw(store)
     ours = Requests().attach(*store.clients())
     theirs = Requests().attach(*raw.clients())
-    count = 0
-
-    def change() -> int:
-        """Untimed: the other client saves an entry and removes it (the size stays put)."""
-        nonlocal count
-        count += 1
-        saved = other.save(
-            f"Note {count}: the user moved the weekly meeting to Thursday.",
-            mutation_id=f"change-save-{count}",
-        )
-        removed = other.remove(saved.index, mutation_id=f"change-remove-{count}")
-        return removed.revision
-
-    def recall() -> float:
-        revision = change()
-        with ours.counting():
-            start = time.perf_counter_ns()
-            messages = memory.recall()
-            elapsed = (time.perf_counter_ns() - start) / 1e9
-        if not messages or messages[0].revision != revision:
-            raise RuntimeError(f"recall() missed the other client's write (revision {revision})")
-        return elapsed
+    change = changes(other)  # untimed, before every run of either side
+    recall = recall_after(change, memory, ours)
 
     def baseline() -> float:
         change()
@@ -463,14 +305,10 @@ def bench_recall_changed(endpoint: Endpoint, prefixes: Prefixes, settings: Setti
 # -- save -------------------------------------------------------------------
 
 
-def save_text(count: int) -> str:
-    return f"Note {count}: met the user on a Tuesday."
-
-
 def bench_save_cold(endpoint: Endpoint, prefixes: Prefixes, settings: Settings) -> Result:
     """``save()`` that must read first (no cache) against raw GET + conditional PUT."""
-    store = endpoint.store(prefixes.fresh("save-cold"), cache_size=0)
-    memory = seeded(store, "save")
+    store = endpoint.s3_store(prefixes.fresh("save-cold"), cache_size=0)
+    memory = seeded(store, NAMESPACE, "save")
     key = object_key(store, memory)
     raw = endpoint.raw(store)
     raw_key = baseline_key(store, "save-cold")
@@ -483,10 +321,7 @@ def bench_save_cold(endpoint: Endpoint, prefixes: Prefixes, settings: Settings) 
     def save() -> float:
         nonlocal count, written
         count += 1
-        with ours.counting():
-            start = time.perf_counter_ns()
-            result = memory.save(save_text(count), mutation_id=f"save-{count}")
-            elapsed = (time.perf_counter_ns() - start) / 1e9
+        elapsed, result = timed_save(memory, ours, count)
         written = fetch(raw, key)[0]  # what the baseline writes next (no cache to ask)
         memory.remove(result.index, mutation_id=f"remove-{count}")
         return elapsed
@@ -515,10 +350,10 @@ def bench_save_cold(endpoint: Endpoint, prefixes: Prefixes, settings: Settings) 
 def bench_save_stale(endpoint: Endpoint, prefixes: Prefixes, settings: Settings) -> Result:
     """``save()`` after another client's write (stale cache) against raw GET + conditional PUT."""
     prefix = prefixes.fresh("save-stale")
-    store = endpoint.store(prefix)
-    memory = seeded(store, "save")
-    other_store = endpoint.store(prefix)
-    other = bind(other_store, "save")
+    store = endpoint.s3_store(prefix)
+    memory = seeded(store, NAMESPACE, "save")
+    other_store = endpoint.s3_store(prefix)
+    other = bind(other_store, NAMESPACE, "save")
     key = object_key(store, memory)
     raw = endpoint.raw(store)
     other_raw = endpoint.raw(store)
@@ -534,10 +369,7 @@ def bench_save_stale(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
     def save() -> float:
         nonlocal count, written
         count += 1
-        with ours.counting():
-            start = time.perf_counter_ns()
-            result = memory.save(save_text(count), mutation_id=f"save-{count}")
-            elapsed = (time.perf_counter_ns() - start) / 1e9
+        elapsed, result = timed_save(memory, ours, count)
         written = fetch(raw, key)[0]  # what the baseline writes next
         # The other client removes the entry: the size stays put, this store's cache goes stale.
         other.remove(result.index, mutation_id=f"remove-{count}")
@@ -569,8 +401,8 @@ def bench_save_stale(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
 
 def bench_save_fresh(endpoint: Endpoint, prefixes: Prefixes, settings: Settings) -> Result:
     """``save()`` from a fresh cached version against a raw conditional PUT alone."""
-    store = endpoint.store(prefixes.fresh("save-fresh"))
-    memory = seeded(store, "save")
+    store = endpoint.s3_store(prefixes.fresh("save-fresh"))
+    memory = seeded(store, NAMESPACE, "save")
     key = object_key(store, memory)
     raw = endpoint.raw(store)
     raw_key = baseline_key(store, "save-fresh")
@@ -583,10 +415,7 @@ def bench_save_fresh(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
     def save() -> float:
         nonlocal count, written
         count += 1
-        with ours.counting():
-            start = time.perf_counter_ns()
-            result = memory.save(save_text(count), mutation_id=f"save-{count}")
-            elapsed = (time.perf_counter_ns() - start) / 1e9
+        elapsed, result = timed_save(memory, ours, count)
         written = fetch(raw, key)[0]  # what the baseline writes next
         memory.remove(result.index, mutation_id=f"remove-{count}")  # this store again: fresh
         return elapsed
@@ -615,74 +444,12 @@ def bench_save_fresh(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
 # -- contention -------------------------------------------------------------
 
 
-def entry_text(writer: int, index: int) -> str:
-    return f"writer {writer} note {index}"
-
-
-def run_threads(count: int, work: Callable[[int], None]) -> float:
-    """Wall seconds for ``work(0)`` ... ``work(count - 1)`` in threads started together."""
-    barrier = threading.Barrier(count + 1)
-    failures: list[BaseException] = []
-
-    def runner(number: int) -> None:
-        barrier.wait()
-        try:
-            work(number)
-        except BaseException as exc:  # re-raised below, after every thread joined
-            failures.append(exc)
-
-    threads = [threading.Thread(target=runner, args=(n,)) for n in range(count)]
-    for thread in threads:
-        thread.start()
-    barrier.wait()
-    start = time.perf_counter_ns()
-    for thread in threads:
-        thread.join()
-    elapsed = (time.perf_counter_ns() - start) / 1e9
-    if failures:
-        raise failures[0]
-    return elapsed
-
-
-@dataclasses.dataclass
-class Tally:
-    """What one side of the contention benchmark did, over all its runs."""
-
-    runs: int = 0
-    complete_runs: int = 0
-    fewest_present: int | None = None
-    busy: int = 0
-    errors: list[str] = dataclasses.field(default_factory=list)
-    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
-
-    def error(self, message: str) -> None:
-        with self.lock:
-            self.errors.append(message)
-
-    def finish_run(self, present: int, expected: int) -> None:
-        self.runs += 1
-        self.complete_runs += present == expected
-        if self.fewest_present is None or present < self.fewest_present:
-            self.fewest_present = present
-
-    def summary(self, expected: int) -> str:
-        text = (
-            f"all {expected:,} entries present in {self.complete_runs} of {self.runs} runs"
-            f" (fewest {self.fewest_present if self.fewest_present is not None else 0:,})"
-        )
-        if self.busy:
-            text += f", {self.busy} saves retried after StoreBusy"
-        if self.errors:
-            text += f", {len(self.errors)} errors (first: {self.errors[0]})"
-        return text
-
-
 def bench_contention(endpoint: Endpoint, prefixes: Prefixes, settings: Settings) -> Result:
     """N writers x M saves on one scope against a naive read-modify-write loop, wall time."""
     writers, saves = settings.writers, settings.writer_saves
     expected = writers * saves
     prefix = prefixes.fresh("contention")
-    stores = [endpoint.store(prefix) for _ in range(writers)]
+    stores = [endpoint.s3_store(prefix) for _ in range(writers)]
     # Room for every entry: the default max_characters (4,000) holds fewer than 400 notes.
     memories = [docmem.FileMemory(store, max_characters=MAX_DOCUMENT_BYTES) for store in stores]
     raws = [endpoint.raw(stores[0]) for _ in range(writers)]
@@ -709,33 +476,8 @@ def bench_contention(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
         nonlocal run
         run += 1
         scope = docmem.lock_scope(namespace=NAMESPACE, scope=f"contention-{run}")
-        bound = [memory.bind(scope, slot=SLOT) for memory in memories]
-
-        def work(writer: int) -> None:
-            for index in range(saves):
-                mutation_id = f"{run}-{writer}-{index}"
-                for _ in range(BUSY_RETRIES + 1):
-                    try:
-                        bound[writer].save(entry_text(writer, index), mutation_id=mutation_id)
-                        break
-                    except docmem.StoreBusy:
-                        with docmem_tally.lock:
-                            docmem_tally.busy += 1
-                    except docmem.DocmemError as exc:
-                        docmem_tally.error(f"{type(exc).__name__}: {exc}")
-                        break
-
-        with ours.counting():
-            elapsed = run_threads(writers, work)
-        document = bound[0].read()
-        texts = set(document.entries.values()) if document is not None else set()
-        present = sum(
-            entry_text(writer, index) in texts
-            for writer in range(writers)
-            for index in range(saves)
-        )
-        docmem_tally.finish_run(present, expected)
-        log(f"  docmem run {run}: {elapsed:.2f} s, {present}/{expected} present")
+        elapsed, held = contended_saves(memories, scope, run, saves, ours, docmem_tally)
+        log(f"  docmem run {run}: {elapsed:.2f} s, {held}/{expected} present")
         return elapsed
 
     raw_run = 0
@@ -758,7 +500,7 @@ def bench_contention(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
                     except ClientError as exc:
                         if is_conflict(exc):
                             continue
-                        raw_tally.error(f"{_status(exc)}")
+                        raw_tally.error(f"{status_of(exc)}")
                         break
                     except BotoCoreError as exc:
                         raw_tally.error(type(exc).__name__)
@@ -768,13 +510,9 @@ def bench_contention(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
             elapsed = run_threads(writers, work)
         found = raws[0].get(key)
         lines = set(found[0].decode().splitlines()) if found is not None else set()
-        present = sum(
-            entry_text(writer, index) in lines
-            for writer in range(writers)
-            for index in range(saves)
-        )
-        raw_tally.finish_run(present, expected)
-        log(f"  naive run {raw_run}: {elapsed:.2f} s, {present}/{expected} present")
+        held = present(lines, writers, saves)
+        raw_tally.finish_run(held, expected)
+        log(f"  naive run {raw_run}: {elapsed:.2f} s, {held}/{expected} present")
         return elapsed
 
     settle()
@@ -782,8 +520,6 @@ def bench_contention(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
     for raw in raws:
         raw.close()
     saves_done = expected * settings.contention_runs
-    conflicts = ours.count("PUT", "412") + ours.count("PUT", "409")
-    raw_conflicts = theirs.count("PUT", "412") + theirs.count("PUT", "409")
     return Result(
         name=f"contention, {writers} writers x {saves} saves",
         subject=statistics.median(docmem_times),
@@ -793,25 +529,15 @@ def bench_contention(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
         runs=settings.contention_runs,
         notes=(
             f"docmem: {docmem_tally.summary(expected)}",
-            f"docmem per save: {ours.per_call(saves_done)}; lost races per save "
-            f"{conflicts / saves_done:.2f}",
+            f"docmem per save: {ours.per_save(saves_done)}",
             f"naive: {raw_tally.summary(expected)}",
-            f"naive per save: {theirs.per_call(saves_done)}; lost races per save "
-            f"{raw_conflicts / saves_done:.2f}",
+            f"naive per save: {theirs.per_save(saves_done)}",
         ),
-        checked=docmem_tally.complete_runs == docmem_tally.runs and not docmem_tally.errors,
+        checked=docmem_tally.ok,
     )
 
 
 # -- report -----------------------------------------------------------------
-
-
-def notes(results: Sequence[Result]) -> str:
-    lines = []
-    for result in results:
-        lines.append(f"{result.name}:" + ("" if result.checked else "  (check FAILED: a MISS)"))
-        lines.extend(f"    {note}" for note in result.notes)
-    return "\n".join(lines)
 
 
 def parse_arguments(argv: Sequence[str] | None) -> tuple[Settings, Endpoint]:
@@ -819,69 +545,18 @@ def parse_arguments(argv: Sequence[str] | None) -> tuple[Settings, Endpoint]:
         description="Benchmark docmem's s3:// store against raw boto3 baselines in the same run."
     )
     parser.add_argument("--quick", action="store_true", help="a fast smoke run with small counts")
-    parser.add_argument(
-        "--endpoint",
-        default=os.environ.get("LOCALSTACK_ENDPOINT"),
-        help="the S3 endpoint URL (default: $LOCALSTACK_ENDPOINT)",
-    )
-    parser.add_argument(
-        "--bucket",
-        default=os.environ.get("DOCMEM_TEST_BUCKET") or DEFAULT_BUCKET,
-        help=f"an existing bucket (default: $DOCMEM_TEST_BUCKET or {DEFAULT_BUCKET})",
-    )
-    parser.add_argument("--region", default=DEFAULT_REGION, help="default: %(default)s")
+    add_endpoint_arguments(parser)
     parser.add_argument("--recall-runs", type=int, help="timed recalls per side and benchmark")
     parser.add_argument("--save-runs", type=int, help="timed saves per side and benchmark")
-    parser.add_argument("--writers", type=int, help="threads in the contention benchmark")
-    parser.add_argument("--writer-saves", type=int, help="saves per contention writer")
-    parser.add_argument("--contention-runs", type=int, help="contention runs per side")
+    add_contention_arguments(parser)
     arguments = parser.parse_args(argv)
-    if not arguments.endpoint:
-        parser.error(
-            "no S3 endpoint: pass --endpoint URL or set LOCALSTACK_ENDPOINT "
-            "(scripts/with-test-servers sets it)"
-        )
-    settings = QUICK if arguments.quick else FULL
-    overrides = {
-        "recall_runs": arguments.recall_runs,
-        "save_runs": arguments.save_runs,
-        "writers": arguments.writers,
-        "writer_saves": arguments.writer_saves,
-        "contention_runs": arguments.contention_runs,
-    }
-    settings = dataclasses.replace(
-        settings, **{name: value for name, value in overrides.items() if value is not None}
-    )
-    for name, value in dataclasses.asdict(settings).items():
-        if value < 1:
-            parser.error(f"{name.replace('_', '-')} must be at least 1")
-    return settings, Endpoint(arguments.endpoint, arguments.bucket, arguments.region)
-
-
-def check_bucket(endpoint: Endpoint) -> None:
-    """Fail early and clearly when the endpoint, the bucket or the credentials are wrong."""
-    client = boto3.session.Session().client(
-        "s3", endpoint_url=endpoint.url, region_name=endpoint.region
-    )
-    try:
-        client.head_bucket(Bucket=endpoint.bucket)
-    except ClientError as exc:
-        status, code = _status(exc)
-        raise SystemExit(
-            f"benchmarks/s3.py: bucket {endpoint.bucket!r} at {endpoint.url} is not usable "
-            f"(HTTP {status} {code}); create it or set DOCMEM_TEST_BUCKET"
-        ) from None
-    except BotoCoreError as exc:
-        raise SystemExit(
-            f"benchmarks/s3.py: cannot reach {endpoint.url} ({type(exc).__name__}: {exc})"
-        ) from None
-    finally:
-        client.close()
+    endpoint = Endpoint(*endpoint_arguments(parser, arguments))
+    return override(parser, QUICK if arguments.quick else FULL, arguments), endpoint
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     settings, endpoint = parse_arguments(argv)
-    check_bucket(endpoint)
+    check_bucket(endpoint, "benchmarks/s3.py")
     started = time.monotonic()
     prefixes = Prefixes(endpoint)
     results: list[Result] = []
@@ -903,9 +578,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results.append(bench(endpoint, prefixes, settings))
             log(f"{name}: {time.monotonic() - phase:.1f} s")
     finally:
-        phase = time.monotonic()
-        deleted = prefixes.remove_all()
-        log(f"clean-up: {deleted:,} objects deleted in {time.monotonic() - phase:.1f} s")
+        prefixes.clean_up()
     print(
         f"docmem {docmem.__version__}, docmem-s3 {importlib.metadata.version('docmem-s3')}, "
         f"boto3 {boto3.__version__}, Python {platform.python_version()}, "
@@ -917,13 +590,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(table(results))
     print()
     print("requests per timed call (HTTP status in parentheses), checks:")
-    print(notes(results))
+    print(notes(results, "check FAILED: a MISS"))
     print()
-    misses = sum(not result.passed for result in results)
-    print(
-        f"{len(results) - misses} PASS, {misses} MISS "
-        f"in {time.monotonic() - started:.0f} s (benchmarks never fail the build)"
-    )
+    print(verdict(results, started))
     return 0
 
 

@@ -18,8 +18,8 @@ $(VENV)/.core: $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
 	touch $@
 
-$(VENV)/.dev: $(BIN)/python pyproject.toml $(wildcard backends/*/pyproject.toml)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]' \
+$(VENV)/.dev: $(BIN)/python pyproject.toml constraints.txt $(wildcard backends/*/pyproject.toml)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]' \
 		$(foreach b,$(BACKENDS),-e './$(b)[test]')
 	touch $(VENV)/.core $@
 

@@ -11,6 +11,7 @@ the entry point ``a``).
 from __future__ import annotations
 
 import abc
+import collections
 import os
 import re
 import threading
@@ -27,6 +28,7 @@ from .errors import InvalidArgument, StoreNotConfigured
 __all__ = [
     "ENTRY_POINT_GROUP",
     "Backend",
+    "LruCache",
     "PerProcess",
     "Stored",
     "check_key",
@@ -54,6 +56,7 @@ _INSTALL_HINTS: dict[str, str] = {
 }
 _registered: dict[str, str | type[Backend]] = {}
 _T = TypeVar("_T")
+_V = TypeVar("_V")
 _registry_lock = threading.Lock()
 
 
@@ -169,6 +172,44 @@ class PerProcess(Generic[_T]):
         with self._lock:
             value, self._value = self._value, None
             return value if self._pid == os.getpid() else None
+
+
+class LruCache(Generic[_V]):
+    """A thread-safe map of at most ``size`` keys; the least recently used go first.
+
+    For what a backend remembers per key (the last version it saw). ``keep``,
+    given ``(old, new)``, may refuse a replacement (say, an observation older
+    than the one held). A size of 0 or less remembers nothing.
+    """
+
+    def __init__(self, size: int, *, keep: Callable[[_V, _V], bool] | None = None) -> None:
+        self._size = size
+        self._keep = keep
+        self._entries: collections.OrderedDict[str, _V] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> _V | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, key: str, value: _V) -> None:
+        if self._size <= 0:
+            return
+        with self._lock:
+            old = self._entries.get(key)
+            if old is not None and self._keep is not None and self._keep(old, value):
+                return
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+    def drop(self, key: str) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
 
 
 def register_backend(scheme: str, target: str | type[Backend], *, clobber: bool = False) -> None:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import collections
 import logging
 import os
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -37,7 +36,7 @@ from urllib.parse import urlsplit
 import fsspec
 import msgspec
 
-from docmem.backend import Backend, PerProcess, Stored, check_key, url_options
+from docmem.backend import Backend, LruCache, PerProcess, Stored, check_key, url_options
 from docmem.errors import (
     DocmemError,
     StoreBusy,
@@ -84,36 +83,6 @@ class _Seen(msgspec.Struct, frozen=True):
     stored: Stored
     #: ``time.monotonic()`` when the request that showed it as the newest was sent.
     since: float
-
-
-class _Recent:
-    """The newest version seen per key and when, bounded, least recently used out first."""
-
-    def __init__(self, size: int) -> None:
-        self._size = max(size, 1)
-        self._entries: collections.OrderedDict[str, _Seen] = collections.OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> _Seen | None:
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None:
-                self._entries.move_to_end(key)
-            return found
-
-    def put(self, key: str, stored: Stored, since: float) -> None:
-        with self._lock:
-            previous = self._entries.get(key)
-            if previous is not None and previous.since > since:
-                return  # a newer observation already arrived from another thread
-            self._entries[key] = _Seen(stored=stored, since=since)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
-
-    def drop(self, key: str) -> None:
-        with self._lock:
-            self._entries.pop(key, None)
 
 
 class FsspecBackend(Backend):
@@ -177,7 +146,10 @@ class FsspecBackend(Backend):
         self._dialect: Dialect = dialect_for(
             fs_class, assume_atomic_create=self.assume_atomic_create
         )
-        self._recent = _Recent(self.cache_size)
+        # The newest version seen per key, and when; an older observation never replaces a newer.
+        self._recent: LruCache[_Seen] = LruCache(
+            max(self.cache_size, 1), keep=lambda old, new: old.since > new.since
+        )
         # Keys whose last create lost a race: another client writes them, so read_recent
         # lists first (until a listing finds what this process had) instead of sending a
         # create that is bound to be refused.
@@ -290,7 +262,7 @@ class FsspecBackend(Backend):
                 except Exception as exc:
                     raise _unavailable("read", exc) from None
                 stored = Stored(data=data, version=current.name)
-            self._recent.put(key, stored, since)
+            self._recent.put(key, _Seen(stored=stored, since=since))
             return stored
         raise StoreUnavailable(f"the newest version kept vanishing over {_ATTEMPTS} listings")
 
@@ -344,7 +316,9 @@ class FsspecBackend(Backend):
             )
         version = object_name(revision)
         if listing.versions[-1].revision == revision:
-            self._recent.put(key, Stored(data=payload, version=version), started)
+            self._recent.put(
+                key, _Seen(stored=Stored(data=payload, version=version), since=started)
+            )
         else:
             self._recent.drop(key)
         self._collect(listing.expired(retain=self.retain, grace=self.grace + _TIMESTAMP_SLACK))

@@ -16,8 +16,6 @@ bucket, prefix), the store must show that it honours the conditions
 
 from __future__ import annotations
 
-import collections
-import threading
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -35,7 +33,7 @@ from botocore.exceptions import (
     ProxyConnectionError,
 )
 
-from docmem.backend import Backend, PerProcess, Stored, check_key, url_options
+from docmem.backend import Backend, LruCache, PerProcess, Stored, check_key, url_options
 from docmem.errors import (
     DocmemError,
     StoreNotConfigured,
@@ -71,35 +69,6 @@ def normalize_etag(etag: str) -> str:
     if value.startswith("W/"):
         value = value[2:]
     return value.strip('"')
-
-
-class _Cache:
-    """The newest (ETag, bytes) seen per key, bounded, least recently used out first."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._entries: collections.OrderedDict[str, Stored] = collections.OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> Stored | None:
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None:
-                self._entries.move_to_end(key)
-            return found
-
-    def put(self, key: str, stored: Stored) -> None:
-        if self._size <= 0:
-            return
-        with self._lock:
-            self._entries[key] = stored
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
-
-    def drop(self, key: str) -> None:
-        with self._lock:
-            self._entries.pop(key, None)
 
 
 class S3Backend(Backend):
@@ -154,7 +123,7 @@ class S3Backend(Backend):
             raise StoreNotConfigured("s3 timeouts must be positive and max_attempts at least 1")
         self._session = session
         self._given_client = client
-        self._cache = _Cache(self.cache_size)
+        self._cache: LruCache[Stored] = LruCache(self.cache_size)
         # Keys whose last conditional PUT lost a race: another client writes them, so
         # read_recent asks the server (a 304 when nothing changed) until one GET is a 304.
         self._contended: set[str] = set()

@@ -1,4 +1,4 @@
-"""PerProcess: one value per process, rebuilt in a forked child, thread-safe."""
+"""The helpers docmem.backend offers plug-ins: PerProcess and LruCache."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from docmem.backend import PerProcess
+from docmem.backend import LruCache, PerProcess
 
 
 def test_the_value_is_built_once_and_shared_by_threads() -> None:
@@ -62,3 +62,36 @@ def test_a_forked_child_builds_its_own_value() -> None:
     assert int(child_value) == pid
     assert inherited == "None"
     assert holder.get() == os.getpid()
+
+
+# -- LruCache ---------------------------------------------------------------------------
+
+
+def test_the_least_recently_used_key_goes_first() -> None:
+    cache: LruCache[int] = LruCache(2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1  # now "b" is the least recently used
+    cache.put("c", 3)
+    assert (cache.get("a"), cache.get("b"), cache.get("c")) == (1, None, 3)
+    cache.put("a", 10)
+    assert cache.get("a") == 10
+    cache.drop("a")
+    cache.drop("never-there")
+    assert cache.get("a") is None
+
+
+def test_keep_refuses_a_replacement() -> None:
+    cache: LruCache[tuple[str, float]] = LruCache(4, keep=lambda old, new: old[1] > new[1])
+    cache.put("k", ("newer", 2.0))
+    cache.put("k", ("older", 1.0))
+    assert cache.get("k") == ("newer", 2.0)
+    cache.put("k", ("newest", 3.0))
+    assert cache.get("k") == ("newest", 3.0)
+
+
+@pytest.mark.parametrize("size", [0, -1])
+def test_a_cache_of_size_zero_remembers_nothing(size: int) -> None:
+    cache: LruCache[int] = LruCache(size)
+    cache.put("k", 1)
+    assert cache.get("k") is None

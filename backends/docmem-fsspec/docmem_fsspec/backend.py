@@ -398,7 +398,7 @@ class FsspecBackend(Backend):
             if slash:
                 by_key[key].append(info)
         for key, infos in sorted(by_key.items()):
-            if Listing.from_infos(infos).current is not None:
+            if Listing.from_infos(infos, folder=f"{prefix}{key}").current is not None:
                 yield key
 
     def history(self, key: str) -> list[Revision]:
@@ -459,7 +459,7 @@ class FsspecBackend(Backend):
         if infos is None:  # a missing folder is a missing key, if the root is there
             self._require_root()
             infos = []
-        return Listing.from_infos(infos), since
+        return Listing.from_infos(infos, folder=folder), since
 
     def _seen_since(self, key: str, expected: str) -> float:
         """When ``expected`` was last seen as the newest (rule 1), listing once if need be."""

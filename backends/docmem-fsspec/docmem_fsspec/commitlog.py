@@ -125,9 +125,19 @@ class Listing:
         )
 
     @classmethod
-    def from_infos(cls, infos: Iterable[Mapping[str, Any]]) -> Listing:
+    def from_infos(cls, infos: Iterable[Mapping[str, Any]], *, folder: str) -> Listing:
+        """The log objects directly inside ``folder``, from ``ls(detail=True)`` records.
+
+        Some implementations list by name prefix (adlfs lists ``key-10/...`` for
+        ``key-1``), so anything from another folder is left out here.
+        """
+        inside = folder.strip("/")
         parsed = (Entry.from_info(info) for info in infos)
-        return cls(entry for entry in parsed if entry is not None)
+        return cls(
+            entry
+            for entry in parsed
+            if entry is not None and entry.path.rsplit("/", 1)[0].strip("/") == inside
+        )
 
     @property
     def top(self) -> int:

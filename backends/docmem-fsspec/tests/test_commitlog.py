@@ -346,8 +346,11 @@ def test_listing_from_infos_keeps_log_objects_sorted_and_drops_the_rest() -> Non
         local_record(f"/r/k/{object_name(10)}"),
         {"name": "/r/k/sub", "type": "directory", "size": 0},
         local_record(f"/r/k/{object_name(1)}"),
+        # Listed by name prefix, as adlfs does: another key's objects must not count.
+        local_record(f"/r/k1/{object_name(30)}"),
+        local_record(f"/r/{object_name(40)}"),
     ]
-    parsed = Listing.from_infos(infos)
+    parsed = Listing.from_infos(infos, folder="/r/k")
     assert revisions(list(parsed.entries)) == [
         (1, Kind.VERSION),
         (1, Kind.TOMBSTONE),

@@ -174,6 +174,19 @@ def test_a_missing_bucket_or_container_is_unavailable_not_empty(kind: str, tmp_p
         list(store.keys())
 
 
+def test_a_key_that_prefixes_another_sees_only_its_own_versions(open_fsspec: Opener) -> None:
+    store = open_fsspec()
+    version = None
+    for n in range(3):
+        version = store.write("key-10", f"write {n}".encode(), expected=version)
+    assert store.read("key-1") is None
+    assert store.write("key-1", b"mine", expected=None) == object_name(1)
+    assert store.read("key-1") == docmem.Stored(data=b"mine", version=object_name(1))
+    assert store.read("key-10") == docmem.Stored(data=b"write 2", version=object_name(3))
+    assert [entry.revision for entry in store.history("key-1")] == [1]
+    assert sorted(store.keys()) == ["key-1", "key-10"]
+
+
 # -- retention and garbage collection ---------------------------------------------------------
 
 # Short enough to see collection within a test, long enough that a save (whose

@@ -34,6 +34,7 @@ __all__ = [
     "check_key",
     "open_store",
     "register_backend",
+    "url_flag",
     "url_options",
 ]
 
@@ -299,6 +300,18 @@ def url_options(url: str, options: dict[str, Any]) -> dict[str, Any]:
     merged: dict[str, Any] = dict(parse_qsl(urlsplit(url).query, keep_blank_values=True))
     merged.update(options)
     return merged
+
+
+def url_flag(value: object, *, option: str) -> bool:
+    """A yes/no option as a bool: ``True``/``False``, or a URL query string such as ``"true"``."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise StoreNotConfigured(f"{option} must be true or false")
 
 
 def check_key(key: str) -> str:

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-from ..backend import Backend, Stored, check_key, url_options
+from ..backend import Backend, Stored, check_key, url_flag, url_options
 from ..errors import (
     StoreBusy,
     StoreNotConfigured,
@@ -100,17 +100,6 @@ def _ensure_directory(directory: str) -> None:
     _fsync_directory(parent)
 
 
-def _flag(value: object) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise StoreNotConfigured("file:// option create must be true or false")
-
-
 def _fsync_directory(directory: str) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
@@ -137,7 +126,7 @@ class LocalBackend(Backend):
     def from_url(cls, url: str, **options: Any) -> LocalBackend:
         merged = url_options(url, options)
         lock_timeout = merged.pop("lock_timeout", 10.0)
-        create = _flag(merged.pop("create", False))
+        create = url_flag(merged.pop("create", False), option="file:// option create")
         if merged:
             raise StoreNotConfigured(
                 f"unknown file:// options: {', '.join(sorted(merged))} "

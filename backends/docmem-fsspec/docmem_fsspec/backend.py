@@ -36,7 +36,15 @@ from urllib.parse import urlsplit
 import fsspec
 import msgspec
 
-from docmem.backend import Backend, LruCache, PerProcess, Stored, check_key, url_options
+from docmem.backend import (
+    Backend,
+    LruCache,
+    PerProcess,
+    Stored,
+    check_key,
+    url_flag,
+    url_options,
+)
 from docmem.errors import (
     DocmemError,
     StoreBusy,
@@ -57,14 +65,19 @@ logger = logging.getLogger("docmem_fsspec")
 DIRECT_SCHEMES = ("gs", "gcs", "az", "abfs", "abfss")
 _LOCAL_PROTOCOLS = ("file", "local")
 _OPTION_NAMES = ("retain", "grace", "max_staleness", "assume_atomic_create", "cache_size")
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
 #: A store that keeps whole seconds may round a timestamp down by up to this much.
 _TIMESTAMP_SLACK = 1.0
 #: Listings in a row that may each find their newest object collected before it is read.
 _ATTEMPTS = 8
 #: Which extra installs the implementation of a protocol.
-_EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure", "abfs": "azure"}
+_EXTRAS = {
+    "s3": "s3",
+    "s3a": "s3",
+    "gs": "gcs",
+    "gcs": "gcs",
+    "az": "azure",
+    "abfs": "azure",
+}
 
 
 class Revision(msgspec.Struct, frozen=True):
@@ -181,7 +194,9 @@ class FsspecBackend(Backend):
                 retain=int(ours.get("retain", 8)),
                 grace=float(ours.get("grace", 600.0)),
                 max_staleness=float(ours.get("max_staleness", 60.0)),
-                assume_atomic_create=_flag(ours.get("assume_atomic_create", False)),
+                assume_atomic_create=url_flag(
+                    ours.get("assume_atomic_create", False), option="assume_atomic_create"
+                ),
                 cache_size=int(ours.get("cache_size", 1024)),
                 storage_options=storage,
             )
@@ -520,17 +535,6 @@ def _root_path(fs_class: type[Any], root: str, *, local: bool) -> str:
     if local:
         return os.path.abspath(root) if root else ""
     return str(fs_class._strip_protocol(root)).rstrip("/") if root else ""
-
-
-def _flag(value: object) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise StoreNotConfigured("assume_atomic_create must be true or false")
 
 
 def _unavailable(operation: str, exc: BaseException) -> StoreUnavailable:

@@ -77,6 +77,7 @@ _EXTRAS = {
     "gcs": "gcs",
     "az": "azure",
     "abfs": "azure",
+    "abfss": "azure",
 }
 
 

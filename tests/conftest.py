@@ -21,7 +21,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[docmem.Bac
     if request.param == "memory":
         backend = docmem.open_store("memory://")
     else:
-        backend = docmem.open_store(f"file://{tmp_path}")
+        backend = docmem.open_store(f"file://{tmp_path}?create=true")
         assert isinstance(backend, LocalBackend)
     yield backend
     backend.close()

@@ -62,7 +62,7 @@ def test_conversation_projects_each_memory_once_and_supersedes(tmp_path: Path) -
         import conversation
     finally:
         sys.path.remove(str(EXAMPLES))
-    prompts = conversation.run(f"file://{tmp_path}")
+    prompts = conversation.run(f"file://{tmp_path}?create=true")
     assert [len(prompt) for prompt in prompts] == [1, 5, 7, 9]
     assert prompts[0] == [f"[user] {conversation.SCRIPT[0][0]}"]  # nothing saved yet
     # turn 1: both memories, once each, slot-name order, before the turn's input

@@ -5,9 +5,18 @@ bytes), writes a temp file in the same directory, fsyncs it, renames it over
 the document with ``os.replace`` and fsyncs the directory, so a crash at any
 point leaves the old or the new document, never a torn one. Files fan out
 over two directory levels (``ab/cd/<key>.md``) so a million scopes never share
-one directory. The root directory must exist, unless the store is opened with
-``create=true``. POSIX local disks only: ``flock`` is not reliable on NFS or
+one directory. POSIX local disks only: ``flock`` is not reliable on NFS or
 SMB, and there is no Windows support.
+
+The root holds a marker file, ``.docmem-store``, written when the store is
+created (``create=true``). An existing directory is no proof that it is the
+store: the mount point of an unmounted volume is an empty directory too, and
+reading it as an empty memory, or saving into the disk underneath, would lose
+every memory at once. So wherever the store could be mistaken for empty (a
+document not found, a listing, a create, a delete of a missing key) the
+marker must be there; reading a document that exists needs no extra call.
+A root written before markers existed is recognised by its documents and gets
+its marker on its next write.
 """
 
 from __future__ import annotations
@@ -18,9 +27,11 @@ import hashlib
 import itertools
 import math
 import os
+import re
 import stat
+import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote, unquote, urlsplit
 
 from ..backend import Backend, Stored, check_key, url_flag, url_options
@@ -31,12 +42,36 @@ from ..errors import (
     VersionConflict,
     WriteOutcomeUnknown,
 )
+from ._durable import ensure_directory, fsync_directory, link_new_file, write_new_file
 from ._flock import LockTimeout, exclusive
 
-__all__ = ["LocalBackend"]
+__all__ = ["MARKER", "MARKER_CONTENT", "LocalBackend"]
+
+#: The file whose presence in the root says "this directory is a docmem store".
+MARKER = ".docmem-store"
+MARKER_CONTENT = b"docmem store\n"
 
 _SUFFIX = ".md"
+_TEMP = ".tmp-"
 _temp_names = itertools.count()
+#: Temp names of docmem before they named their key: ``.tmp-<pid>-<n>-<hex8>.md``.
+_UNATTRIBUTED_TEMP = re.compile(r"\.tmp-\d+-\d+-[0-9a-f]{8}\.md")
+#: Age after which an unattributed temp file is taken for a crash's leftover.
+_UNATTRIBUTED_TEMP_AGE = 3600.0
+_FAN_OUT = re.compile(r"[0-9a-f]{2}")
+_KEY_NAME = re.compile(r"[A-Za-z0-9_-]{1,200}")
+
+_MISSING_MARKER = (
+    f"no docmem store at the file:// root (marker {MARKER} missing): is the volume mounted? "
+    "to start a new store here, open it with create=true"
+)
+_MISSING_ROOT = (
+    "the file:// root directory does not exist: is the volume mounted? create the store "
+    "by opening it with create=true"
+)
+
+#: What a look at the root found: the marker, a store still to be marked, or no root yet.
+_State = Literal["marked", "unmarked", "absent"]
 
 
 def _version(data: bytes) -> str:
@@ -56,7 +91,32 @@ def _root_of(url: str) -> str:
         )
     if not path:
         raise StoreNotConfigured("the file:// URL has no path")
-    return os.path.abspath(unquote(path))
+    return unquote(path)
+
+
+def _checked_root(root: object) -> str:
+    """The absolute root, or StoreNotConfigured naming what is wrong (never the path)."""
+    if not isinstance(root, (str, os.PathLike)):
+        raise StoreNotConfigured("the file:// root must be a path")
+    path = os.fspath(root)
+    if not isinstance(path, str):
+        raise StoreNotConfigured("the file:// root must be a text path, not bytes")
+    if "\x00" in path:
+        raise StoreNotConfigured("the file:// path contains a NUL character (%00)")
+    return os.path.abspath(path)
+
+
+def _checked_timeout(value: object) -> float:
+    """``lock_timeout`` in seconds: a positive, finite number (a URL gives it as text)."""
+    timeout = math.nan
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        with contextlib.suppress(ValueError, OverflowError):
+            timeout = float(value)
+    if not math.isfinite(timeout) or timeout <= 0:  # raised outside any handler: no chain
+        raise StoreNotConfigured(
+            "file:// option lock_timeout must be a positive, finite number of seconds"
+        )
+    return timeout
 
 
 def _read_file(path: str) -> bytes:
@@ -71,41 +131,67 @@ def _read_file(path: str) -> bytes:
         os.close(fd)
 
 
-def _write_new_file(path: str, data: bytes) -> None:
-    """Create ``path`` (which must not exist), write ``data`` and fsync it."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _is_document(directory: str, name: str) -> bool:
+    """Whether ``name`` in ``directory`` is where docmem keeps a key's document.
 
-
-def _ensure_directory(directory: str) -> None:
-    """Create ``directory`` and its missing parents durably.
-
-    A new directory's own name lives in its parent, so each parent that
-    gained an entry is fsynced too: otherwise a crash could lose a document
-    whose save had already returned. Costs nothing once the directory exists.
+    Only a key whose fan-out is this very directory counts, so a stray
+    ``notes.md`` is not taken for a store.
     """
-    if os.path.isdir(directory):
-        return
-    parent = os.path.dirname(directory)
-    if parent != directory:
-        _ensure_directory(parent)
-    with contextlib.suppress(FileExistsError):  # a racing writer made it: still sync it
-        os.mkdir(directory)
-    _fsync_directory(parent)
+    key = name[: -len(_SUFFIX)]
+    if not name.endswith(_SUFFIX) or not _KEY_NAME.fullmatch(key):
+        return False
+    fan = hashlib.sha256(key.encode("ascii")).hexdigest()
+    return directory.endswith(f"{os.sep}{fan[:2]}{os.sep}{fan[2:4]}")
 
 
-def _fsync_directory(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _fan_out_directories(directory: str) -> list[str]:
+    with os.scandir(directory) as entries:
+        return sorted(
+            entry.path
+            for entry in entries
+            if _FAN_OUT.fullmatch(entry.name) and entry.is_dir(follow_symlinks=False)
+        )
+
+
+def _holds_documents(root: str) -> bool:
+    """Whether ``root`` holds a docmem document: a store from before markers existed."""
+    for top in _fan_out_directories(root):
+        for directory in _fan_out_directories(top):
+            with os.scandir(directory) as entries:
+                if any(_is_document(directory, entry.name) for entry in entries):
+                    return True
+    return False
+
+
+def _temp_prefix(key: str) -> str:
+    """The start of every temp name of ``key``; a key has no ``.``, so no other key shares it."""
+    return f"{_TEMP}{key}."
+
+
+def _collect_stale_temps(directory: str, key: str) -> None:
+    """Remove temp files that crashed writers of ``key`` left in ``directory``.
+
+    Call it holding the key's lock. A writer creates its temp only while it
+    holds that lock and renames or removes it before letting go, so under
+    the lock every temp of this key belongs to a writer that died. Temps
+    from older versions of docmem do not name their key: those go once they
+    are an hour old. Even a wrong removal could not lose a save: the writer's
+    rename would fail and its save would report not committed. Housekeeping
+    never fails a save, so errors here are ignored.
+    """
+    prefix = _temp_prefix(key)
+    horizon = time.time() - _UNATTRIBUTED_TEMP_AGE
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        for entry in entries:
+            if not entry.name.startswith(_TEMP):
+                continue
+            stale = entry.name.startswith(prefix) or (
+                _UNATTRIBUTED_TEMP.fullmatch(entry.name) is not None
+                and entry.stat(follow_symlinks=False).st_mtime < horizon
+            )
+            if stale:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
 
 
 class LocalBackend(Backend):
@@ -116,10 +202,10 @@ class LocalBackend(Backend):
     def __init__(
         self, root: str | os.PathLike[str], *, lock_timeout: float = 10.0, create: bool = False
     ) -> None:
-        self._root = os.path.abspath(os.fspath(root))
-        self._lock_timeout = float(lock_timeout)
-        if not math.isfinite(self._lock_timeout) or self._lock_timeout <= 0:
-            raise StoreNotConfigured("file:// lock_timeout must be a positive number of seconds")
+        self._root = _checked_root(root)
+        self._lock_timeout = _checked_timeout(lock_timeout)
+        if not isinstance(create, bool):
+            raise StoreNotConfigured("file:// option create must be true or false")
         self._create = create
 
     @classmethod
@@ -132,33 +218,73 @@ class LocalBackend(Backend):
                 f"unknown file:// options: {', '.join(sorted(merged))} "
                 "(known: lock_timeout, create)"
             )
-        try:
-            timeout = float(lock_timeout)
-        except ValueError:
-            raise StoreNotConfigured("file:// option lock_timeout must be a number") from None
-        return cls(_root_of(url), lock_timeout=timeout, create=create)
+        return cls(_root_of(url), lock_timeout=_checked_timeout(lock_timeout), create=create)
 
-    def _root_missing(self) -> bool:
-        """Whether the root is absent; an error unless the store may create it.
+    # -- is this the store? -------------------------------------------------------------
 
-        A mistyped path or an unmounted volume must not read as an empty
-        memory, nor be created by the first save.
+    def _state(self) -> _State:
+        """Look at the root before trusting an absence; StoreUnavailable if it is no store.
+
+        One ``stat`` when the marker is there. Without it the root must hold
+        documents (a store from before markers), or the store must be open
+        with ``create=true``; anything else is an unmounted volume or a wrong
+        path, never an empty memory.
         """
+        try:
+            try:
+                marker = os.stat(os.path.join(self._root, MARKER))
+            except (FileNotFoundError, NotADirectoryError):
+                return self._unmarked_state()
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot reach the file:// root ({exc.strerror})") from exc
+        if not stat.S_ISREG(marker.st_mode):
+            raise StoreUnavailable(f"the file:// store marker {MARKER} is not a regular file")
+        return "marked"
+
+    def _unmarked_state(self) -> _State:
+        """No marker: a store only if it may be created here, or already holds documents."""
         try:
             is_directory = stat.S_ISDIR(os.stat(self._root).st_mode)
         except FileNotFoundError:
             if self._create:
-                return True
-            is_directory = False
+                return "absent"
+            raise StoreUnavailable(_MISSING_ROOT) from None
+        if not is_directory:
+            raise StoreUnavailable("the file:// root is not a directory")
+        if self._create or _holds_documents(self._root):
+            return "unmarked"
+        raise StoreUnavailable(_MISSING_MARKER)
+
+    def _prepare_to_write(self) -> None:
+        """Require the marker before a write, or write it first where that is allowed."""
+        if self._state() == "marked":
+            return
+        try:
+            ensure_directory(self._root)
+            with exclusive(os.path.join(self._root, MARKER + ".lock"), self._lock_timeout):
+                self._write_marker()
+        except LockTimeout:
+            raise StoreBusy(
+                f"the file:// lock was held for more than {self._lock_timeout:g} s"
+            ) from None
         except OSError as exc:
-            raise StoreUnavailable(f"cannot reach the file:// root ({exc.strerror})") from exc
-        if is_directory:
-            return False
-        raise StoreUnavailable(
-            "the file:// root directory does not exist or is not a directory; create it, or "
-            "open the store with "
-            "create=true to have the first save create it"
-        )
+            raise StoreUnavailable(f"cannot create the file:// store ({exc.strerror})") from exc
+
+    def _write_marker(self) -> None:
+        """Publish the marker durably, never over an existing one; hold the marker lock.
+
+        Under that lock any marker temp is a crashed writer's, as with documents.
+        """
+        with contextlib.suppress(OSError), os.scandir(self._root) as entries:
+            for entry in entries:
+                if entry.name.startswith(MARKER + _TEMP):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(entry.path)
+        temp = os.path.join(self._root, f"{MARKER}{_TEMP}{os.getpid()}-{os.urandom(4).hex()}")
+        link_new_file(os.path.join(self._root, MARKER), MARKER_CONTENT, temp=temp)
+        fsync_directory(self._root)  # also when another writer linked it a moment ago
+
+    # -- the store ----------------------------------------------------------------------
 
     @property
     def root(self) -> str:
@@ -178,8 +304,8 @@ class LocalBackend(Backend):
         path = self.path(key)
         try:
             data = _read_file(path)
-        except FileNotFoundError:
-            self._root_missing()
+        except (FileNotFoundError, NotADirectoryError):
+            self._state()
             return None
         except OSError as exc:
             raise StoreUnavailable(f"cannot read from the file:// store ({exc.strerror})") from exc
@@ -196,8 +322,8 @@ class LocalBackend(Backend):
         try:
             directory = os.path.dirname(path)
             if not os.path.isdir(directory):
-                self._root_missing()
-                _ensure_directory(directory)
+                self._prepare_to_write()  # a missing fan-out directory: is the store there?
+                ensure_directory(directory)
             with exclusive(path + ".lock", self._lock_timeout):
                 yield
         except LockTimeout as exc:
@@ -210,21 +336,24 @@ class LocalBackend(Backend):
     def write(self, key: str, data: bytes, *, expected: str | None) -> str:
         path = self.path(key)
         directory = os.path.dirname(path)
+        self._prepare_to_write()
         with self._locked(path):
             if self._current_version(path) != expected:
                 raise VersionConflict("the stored version is not the expected one")
+            _collect_stale_temps(directory, key)
             temp = os.path.join(
-                directory, f".tmp-{os.getpid()}-{next(_temp_names)}-{os.urandom(4).hex()}{_SUFFIX}"
+                directory,
+                f"{_temp_prefix(key)}{os.getpid()}-{next(_temp_names)}-{os.urandom(4).hex()}",
             )
+            write_new_file(temp, data)
             try:
-                _write_new_file(temp, data)
                 os.replace(temp, path)
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(temp)
                 raise
             try:
-                _fsync_directory(directory)
+                fsync_directory(directory)
             except OSError as exc:
                 raise WriteOutcomeUnknown(
                     "the document was replaced but the directory could not be synced"
@@ -235,17 +364,19 @@ class LocalBackend(Backend):
         path = self.path(key)
         try:
             os.lstat(path)
-        except FileNotFoundError:
-            self._root_missing()
+        except (FileNotFoundError, NotADirectoryError):
+            self._state()
             return  # nothing to purge; no lock file or directories for a no-op
         except OSError as exc:
             raise StoreUnavailable(f"cannot reach the file:// store ({exc.strerror})") from exc
         with self._locked(path):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
-            _fsync_directory(os.path.dirname(path))
+            fsync_directory(os.path.dirname(path))
 
     def keys(self) -> Iterator[str]:
+        if self._state() == "absent":
+            return
         try:
             for first in sorted(os.listdir(self._root)):
                 top = os.path.join(self._root, first)
@@ -259,8 +390,7 @@ class LocalBackend(Backend):
                         if name.endswith(_SUFFIX) and not name.startswith("."):
                             yield name[: -len(_SUFFIX)]
         except FileNotFoundError:
-            if not self._root_missing():
-                raise StoreUnavailable("the file:// store changed while it was listed") from None
+            raise StoreUnavailable("the file:// store changed while it was listed") from None
         except OSError as exc:
             raise StoreUnavailable(f"cannot list the file:// store ({exc.strerror})") from exc
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from .backend import Backend, Stored, open_store, register_backend
 from .document import MemoryDocument
 from .errors import (
+    Cancelled,
     ContentRejected,
     DocmemError,
     DocumentCorrupt,
@@ -73,6 +74,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Backend",
     "BoundMemory",
+    "Cancelled",
     "CaptureContext",
     "ContentRejected",
     "DocmemError",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 import msgspec
@@ -36,6 +36,7 @@ __all__ = [
     "parse",
     "render_recall",
     "serialize",
+    "serialize_shrinking",
 ]
 
 MAX_ENTRY_BYTES = 2048
@@ -174,10 +175,15 @@ def parse(data: bytes) -> MemoryDocument:
     """Parse stored bytes, failing closed with DocumentCorrupt on any deviation."""
     if len(data) > MAX_DOCUMENT_BYTES:
         raise _corrupt(f"document over {MAX_DOCUMENT_BYTES:,} bytes")
+    # Each refusal is raised after its except block: raised inside it, even
+    # ``from None`` keeps the original in __context__, and a UnicodeDecodeError
+    # holds the whole stored document (msgspec's errors quote stored fields).
     try:
-        text = data.decode("utf-8")
+        text: str | None = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise _corrupt("not valid UTF-8") from None
+        text = None
+    if text is None:
+        raise _corrupt("not valid UTF-8")
     if not text.endswith("\n"):
         raise _corrupt("missing final newline")
     if "\r" in text:
@@ -188,10 +194,11 @@ def parse(data: bytes) -> MemoryDocument:
         raise _corrupt("line 1 is not a docmem/1 header")
     raw = header_line[len(_HEADER_START) : -len(_HEADER_END)].encode("utf-8")
     try:
-        header = _header_decoder.decode(raw)
+        header: _Header | None = _header_decoder.decode(raw)
     except msgspec.DecodeError:
-        # not chained: msgspec's message quotes stored header text
-        raise _corrupt("header JSON is malformed or has unknown fields", 1) from None
+        header = None
+    if header is None:
+        raise _corrupt("header JSON is malformed or has unknown fields", 1)
     if _encoder.encode(header) != raw:
         raise _corrupt("header is not in canonical form", 1)
     _check_header(header)
@@ -221,6 +228,25 @@ def serialize(document: MemoryDocument) -> bytes:
     for index, text in document.entries.items():
         parts.append(f"{index}: {text}\n")
     return "".join(parts).encode("utf-8")
+
+
+def serialize_shrinking(document: MemoryDocument) -> tuple[MemoryDocument, bytes]:
+    """``document`` and its bytes, within :data:`MAX_DOCUMENT_BYTES` by dropping journal records.
+
+    For a change that shrinks the memory (a remove, an erase), which must never
+    fail a limit: next to the cap, a document with a short journal (written by
+    an operator or a migration) can grow by the change's record more than the
+    removed line frees. The oldest records go first; the newest, the change's
+    own, goes last and only when it alone does not fit: then the change is
+    still made, and a retry of it finds the entry already gone (no second
+    effect) while a lost answer settles as ambiguous rather than as committed.
+    Entries are never dropped.
+    """
+    data = serialize(document)
+    while len(data) > MAX_DOCUMENT_BYTES and document.journal:
+        document = replace(document, journal=document.journal[1:])
+        data = serialize(document)
+    return document, data
 
 
 def normalize_entry(text: str) -> str:

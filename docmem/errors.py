@@ -22,7 +22,8 @@ values: only ids, revisions, sizes, counts and codes.
     ├── MutationConflict          mutation_conflict
     ├── MutationAmbiguous         mutation_ambiguous
     ├── ScopeFenced               scope_fenced
-    └── RecallBatchInvalid        recall_batch_invalid
+    ├── RecallBatchInvalid        recall_batch_invalid
+    └── Cancelled                 cancelled
 
 ``VersionConflict`` and ``WriteOutcomeUnknown`` are raised by backends and
 handled inside :class:`docmem.FileMemory`; callers of the provider see the
@@ -37,6 +38,7 @@ from __future__ import annotations
 from typing import Literal
 
 __all__ = [
+    "Cancelled",
     "ContentRejected",
     "DocmemError",
     "DocumentCorrupt",
@@ -173,3 +175,13 @@ class RecallBatchInvalid(DocmemError, ValueError):
     """A recall batch failed validation; nothing of it was applied."""
 
     code = "recall_batch_invalid"
+
+
+class Cancelled(DocmemError):
+    """The caller's cancel event was set (the turn was abandoned); nothing more was tried.
+
+    Raised before the store is touched, or instead of a retry; a mutation's
+    ``outcome`` says whether an earlier attempt of it may have landed.
+    """
+
+    code = "cancelled"

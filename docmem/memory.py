@@ -34,8 +34,10 @@ from .document import (
     parse,
     render_recall,
     serialize,
+    serialize_shrinking,
 )
 from .errors import (
+    Cancelled,
     DocmemError,
     IndexExhausted,
     InvalidArgument,
@@ -45,6 +47,7 @@ from .errors import (
     ScopeFenced,
     SecretDetected,
     StoreBusy,
+    StoreUnavailable,
     VersionConflict,
     WriteOutcomeUnknown,
 )
@@ -196,6 +199,8 @@ class FileMemory:
             raise InvalidArgument("max_characters must be an integer")
         if max_characters < 1:
             raise InvalidArgument("max_characters must be positive")
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise InvalidArgument("retry must be a docmem.RetryPolicy")
         self.store = store
         self.max_characters = max_characters
         self.retry = retry or RetryPolicy()
@@ -206,49 +211,73 @@ class FileMemory:
         # The store pickles as (URL, options); the copy gets its own cache.
         return (_rebuild_memory, (self.store, self.max_characters, self.retry, self.secret_filter))
 
-    def bind(self, scope: LockedScope, *, slot: str) -> BoundMemory:
-        """The memory of one locked scope, shown under one slot name. No I/O."""
+    def bind(
+        self, scope: LockedScope, *, slot: str, cancel: threading.Event | None = None
+    ) -> BoundMemory:
+        """The memory of one locked scope, shown under one slot name. No I/O.
+
+        Once ``cancel`` is set (the turn was abandoned), every call raises
+        :class:`~docmem.errors.Cancelled` instead of touching the store, and a
+        mutation stops retrying.
+        """
         if not isinstance(scope, LockedScope):
             raise InvalidArgument("bind() needs a LockedScope from docmem.lock_scope()")
         check_slot_name(slot)
-        return BoundMemory(self, scope, slot)
+        if cancel is not None and not callable(getattr(cancel, "is_set", None)):
+            raise InvalidArgument("cancel must be a threading.Event or None")
+        return BoundMemory(self, scope, slot, cancel)
 
     # -- the MemoryProvider protocol (docmem.MemorySlot, docmem.MemoryRuntime) --
 
     def recall(self, context: RecallContext) -> list[RecallMessage]:
         """The current document as one keyed message, at every boundary (no capture)."""
-        return self.bind(context.scope, slot=context.slot).recall()
+        return self.bind(context.scope, slot=context.slot, cancel=context.cancel).recall()
 
     def tools(self, context: ToolsContext) -> dict[str, Tool]:
         """``save_memory`` and ``remove_memory`` bound to the turn's locked scope."""
-        return self.bind(context.scope, slot=context.slot).provider_tools()
+        return self.bind(context.scope, slot=context.slot, cancel=context.cancel).provider_tools()
 
 
 class BoundMemory:
     """One slot's view of one locked scope; thread-safe and cheap to create."""
 
-    def __init__(self, memory: FileMemory, scope: LockedScope, slot: str) -> None:
+    def __init__(
+        self,
+        memory: FileMemory,
+        scope: LockedScope,
+        slot: str,
+        cancel: threading.Event | None = None,
+    ) -> None:
         self._memory = memory
         self._store = memory.store
         self.scope = scope
         self.slot = slot
         self._key = scope.storage_key
         self._parsed = memory._parsed
+        self._cancel = cancel
 
     def __repr__(self) -> str:
         return f"BoundMemory(slot={self.slot!r}, key={self._key!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
+        # A cancel event is process-local (and unpicklable): the copy has none.
         return (BoundMemory, (self._memory, self.scope, self.slot))
+
+    def _cancelled(self) -> bool:
+        return self._cancel is not None and self._cancel.is_set()
 
     # -- reading -----------------------------------------------------------
 
     def _load(self, *, recent: bool = False) -> tuple[Stored | None, MemoryDocument | None]:
-        stored = self._store.read_recent(self._key) if recent else self._store.read(self._key)
+        stored = _checked_stored(
+            self._store.read_recent(self._key) if recent else self._store.read(self._key)
+        )
         return stored, (self._parsed.parse(stored.data) if stored is not None else None)
 
     def read(self) -> MemoryDocument | None:
         """The stored document, or ``None`` when the scope has none."""
+        if self._cancelled():
+            raise Cancelled("the turn was cancelled; memory was not read")
         return self._load()[1]
 
     def recall(self) -> list[RecallMessage]:
@@ -360,17 +389,24 @@ class BoundMemory:
             tuple[_R, MemoryDocument | None],
         ],
         record_for: Callable[[int | None], JournalRecord],
+        *,
+        shrinking: bool,
     ) -> tuple[_R, MemoryDocument | None, bytes]:
         """Apply one mutation to ``document``: the result, the new document and its bytes.
 
         Raises the refusals (fence, limits, exhausted indexes); a no-op gives no document.
+        A ``shrinking`` change (remove, erase) never fails a limit: it drops old
+        journal records instead, so a full memory can always be made smaller.
         """
         if document is not None and document.fence is not None:
             raise ScopeFenced("this memory is being migrated; changes are refused for now")
         result, updated = plan(document, record_for)
         if updated is None:
             return result, None, b""
-        data = serialize(updated)
+        if shrinking:
+            updated, data = serialize_shrinking(updated)
+        else:
+            data = serialize(updated)
         if len(data) > MAX_DOCUMENT_BYTES:
             raise LimitExceeded(
                 f"memory is full: the stored document would be {len(data):,} of at most "
@@ -427,13 +463,17 @@ class BoundMemory:
         # when nobody else wrote); a no-op decided on it is confirmed on a fresh read.
         use_recent = self._store.recent_reads_may_be_stale
         back_off = True
+        cancelled = False
         try:
             for attempt in range(policy.max_attempts):
                 if attempt:
                     if time.monotonic() >= deadline:
                         break
                     if back_off:
-                        time.sleep(policy.delay(attempt))
+                        self._sleep(policy.delay(attempt))
+                if self._cancelled():  # before every attempt, the first included
+                    cancelled = True
+                    break
                 back_off = True
                 from_cache, use_recent = use_recent, False
                 stored, document = self._load(recent=from_cache)
@@ -451,7 +491,9 @@ class BoundMemory:
                     journal.OUTCOME_OF[op],
                 )
                 try:
-                    result, updated, data = self._plan(document, plan, record_for)
+                    result, updated, data = self._plan(
+                        document, plan, record_for, shrinking=op != "save"
+                    )
                 except (ScopeFenced, LimitExceeded, IndexExhausted):
                     if from_cache:  # a refusal decided on a cached copy is confirmed afresh
                         back_off = False
@@ -479,13 +521,23 @@ class BoundMemory:
                     continue
                 self._parsed.remember(data, updated)
                 return result
-            logger.warning("docmem: retry budget exhausted on %s", self._key)
+            if cancelled:
+                logger.info("docmem: mutation on %s cancelled", self._key)
+            else:
+                logger.warning("docmem: retry budget exhausted on %s", self._key)
             if pending is not None:
-                # The budget stops new writes, not the read that settles the last one.
+                # The budget (or a cancel) stops new writes, not the read that settles the last.
                 document = self._load()[1]
                 if (mine := recorded(document)) is not None:
                     return replay(mine)
                 pending = _settle(document, pending)
+            if cancelled:
+                if pending is not None:
+                    raise Cancelled(
+                        "the turn was cancelled before this change was confirmed; "
+                        "it may still be applied"
+                    )
+                raise Cancelled("the turn was cancelled; this change was not made")
             if pending is not None:
                 raise StoreBusy(
                     "memory did not confirm this change in time and it may still be applied; "
@@ -496,6 +548,13 @@ class BoundMemory:
             if exc.outcome is None:
                 exc.outcome = "unknown" if pending is not None else "not_committed"
             raise
+
+    def _sleep(self, seconds: float) -> None:
+        """Back off; a cancel event cuts the wait short (the loop then stops)."""
+        if self._cancel is None:
+            time.sleep(seconds)
+        else:
+            self._cancel.wait(seconds)
 
     # -- tools -------------------------------------------------------------
 
@@ -612,13 +671,45 @@ def _refused_before_writing() -> Iterator[None]:
         raise
 
 
+def _checked_stored(stored: object) -> Stored | None:
+    """What a backend's read returned, checked at the provider boundary.
+
+    A backend that answers with something else than bytes and a version token
+    is broken, not the document: StoreUnavailable (the store cannot be used
+    safely, and a save must not treat it as empty), never DocumentCorrupt, which
+    tells an operator to repair stored data. Bytes-like data is accepted as
+    bytes (the parse cache keys on hashable bytes).
+    """
+    if stored is None:
+        return None
+    if not isinstance(stored, Stored):
+        raise StoreUnavailable(
+            f"the store's read returned {type(stored).__name__}, not docmem.Stored; "
+            "the backend is broken"
+        )
+    data, version = stored.data, stored.version
+    if not isinstance(version, str) or not version:
+        raise StoreUnavailable(
+            "the store's read returned an empty or non-string version; it cannot be written safely"
+        )
+    if isinstance(data, bytes):
+        return stored
+    if isinstance(data, (bytearray, memoryview)):
+        return Stored(bytes(data), version)
+    raise StoreUnavailable(
+        f"the store's read returned {type(data).__name__} data, not bytes; the backend is broken"
+    )
+
+
 def _checked_id(mutation_id: str) -> str:
     if not isinstance(mutation_id, str) or not mutation_id:
         raise InvalidArgument("mutation_id must be a non-empty string")
     try:
-        size = len(mutation_id.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidArgument("mutation_id is not valid UTF-8") from None
+        size: int | None = len(mutation_id.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate; the error would hold the raw id
+        size = None
+    if size is None:
+        raise InvalidArgument("mutation_id is not valid UTF-8")
     if size > 1024:
         raise InvalidArgument("mutation_id is longer than 1,024 bytes")
     return mutation_id

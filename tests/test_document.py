@@ -406,6 +406,28 @@ def test_document_corrupt_messages_hold_no_entry_text(kind: str) -> None:
     assert CANARY not in rendered
 
 
+def _links(error: BaseException) -> list[BaseException]:
+    links: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in links:
+        links.append(current)
+        current = current.__cause__ or current.__context__
+    return links
+
+
+@pytest.mark.parametrize("kind", CANARY_DOCUMENTS)
+def test_document_corrupt_chains_hold_no_entry_text(kind: str) -> None:
+    # ``from None`` only hides __context__ from tracebacks: error trackers walk it,
+    # and a UnicodeDecodeError's ``object`` is the whole stored document.
+    with pytest.raises(DocumentCorrupt) as info:
+        parse(CANARY_DOCUMENTS[kind])
+    for link in _links(info.value):
+        seen = [repr(link), *map(repr, link.args), repr(getattr(link, "object", ""))]
+        seen += [repr(value) for value in vars(link).values()]
+        assert all(CANARY not in text for text in seen), type(link).__name__
+    assert len(_links(info.value)) == 1
+
+
 def test_corrupt_message_names_the_line_without_content() -> None:
     with pytest.raises(DocumentCorrupt) as info:
         parse((HEADER + "0: a\n1: b  c\n").encode())
@@ -899,6 +921,50 @@ def test_erased_takes_the_revision_from_the_record() -> None:
     document = MemoryDocument({0: "a"}, last=0, revision=4, journal=(rec(4, index=0),))
     assert document.erased(rec(5, "erase")).revision == 5
     assert document.erased(rec(9, "erase")).revision == 9
+
+
+def _filler(document: MemoryDocument, size: int) -> MemoryDocument:
+    """``document`` with entries added until it serializes to exactly ``size`` bytes."""
+    entries = dict(document.entries)
+    index = document.last + 1
+    while True:
+        trial = MemoryDocument(
+            entries, last=999, revision=document.revision, journal=document.journal
+        )
+        room = size - len(serialize(trial)) - len(f"{index}: \n")
+        if room <= MAX_ENTRY_BYTES:
+            entries[index] = "x" * room
+            break
+        entries[index] = "x" * MAX_ENTRY_BYTES
+        index += 1
+    result = MemoryDocument(entries, last=999, revision=document.revision, journal=document.journal)
+    assert len(serialize(result)) == size
+    return result
+
+
+def test_serialize_shrinking_keeps_a_fitting_document_whole() -> None:
+    records = tuple(rec(n + 1, "save", n) for n in range(3))
+    document = _filler(MemoryDocument({}, revision=3, journal=records), MAX_DOCUMENT_BYTES)
+    assert document_module.serialize_shrinking(document) == (document, serialize(document))
+
+
+def test_serialize_shrinking_drops_the_oldest_records_first() -> None:
+    records = tuple(rec(n + 1, "save", n) for n in range(5))
+    document = _filler(MemoryDocument({}, revision=5, journal=records), MAX_DOCUMENT_BYTES + 100)
+    trimmed, data = document_module.serialize_shrinking(document)
+    assert len(data) <= MAX_DOCUMENT_BYTES
+    assert data == serialize(trimmed)
+    assert trimmed.journal == records[-len(trimmed.journal) :]
+    assert 0 < len(trimmed.journal) < len(records)
+    assert trimmed.entries == document.entries
+    assert (trimmed.last, trimmed.revision) == (document.last, document.revision)
+
+
+def test_serialize_shrinking_never_drops_an_entry() -> None:
+    document = _filler(MemoryDocument({}, journal=()), MAX_DOCUMENT_BYTES + 1)
+    trimmed, data = document_module.serialize_shrinking(document)
+    assert trimmed == document
+    assert len(data) == MAX_DOCUMENT_BYTES + 1  # the caller refuses it
 
 
 def test_journal_is_bounded_after_many_mutations() -> None:

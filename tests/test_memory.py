@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 from wrappers import ScriptedBackend
@@ -11,7 +12,15 @@ from wrappers import ScriptedBackend
 import docmem
 from docmem import journal
 from docmem.backends.memory import MemoryBackend
-from docmem.document import MAX_INDEX, MemoryDocument, parse, render_recall, serialize
+from docmem.document import (
+    MAX_DOCUMENT_BYTES,
+    MAX_ENTRY_BYTES,
+    MAX_INDEX,
+    MemoryDocument,
+    parse,
+    render_recall,
+    serialize,
+)
 from docmem.errors import VersionConflict
 from docmem.journal import JournalRecord
 
@@ -695,3 +704,396 @@ def test_a_refusal_decided_on_a_stale_cache_is_confirmed(scope: docmem.LockedSco
     fenced = MemoryDocument({1: second}, last=1, revision=3, fence="mig-1")
     store.snapshot[scope.storage_key] = docmem.Stored(serialize(fenced), "stale")
     assert mem.remove(1, mutation_id="r2").status == "removed"
+
+
+# -- removing and erasing at the byte cap ----------------------------------------
+
+
+def _record(number: int, rev: int, index: int) -> JournalRecord:
+    mutation_id = f"old-{number}"
+    return JournalRecord(
+        journal.id_digest(mutation_id),
+        journal.request_digest(mutation_id, "save", f"note {number}"),
+        rev,
+        "save",
+        "saved",
+        index,
+    )
+
+
+def _document_at_cap(records: tuple[JournalRecord, ...], revision: int) -> MemoryDocument:
+    """A valid document of exactly MAX_DOCUMENT_BYTES bytes whose entry 0 is one character."""
+    entries = {0: "a"}
+    index = 1
+    while True:
+        document = MemoryDocument(entries, last=99, revision=revision, journal=records)
+        room = MAX_DOCUMENT_BYTES - len(serialize(document))
+        overhead = len(f"{index}: \n")
+        if room <= overhead + MAX_ENTRY_BYTES:
+            assert room > overhead
+            entries[index] = "x" * (room - overhead)
+            break
+        entries[index] = "x" * MAX_ENTRY_BYTES
+        index += 1
+    document = MemoryDocument(entries, last=99, revision=revision, journal=records)
+    assert len(serialize(document)) == MAX_DOCUMENT_BYTES
+    assert parse(serialize(document)) == document
+    return document
+
+
+def test_remove_at_the_cap_drops_the_oldest_journal_records(mem: docmem.BoundMemory) -> None:
+    records = tuple(_record(n, rev=n + 1, index=n + 10) for n in range(3))
+    before = _document_at_cap(records, revision=3)
+    put_document(mem, before)
+    # The remove's record is longer than the one-character line it frees.
+    assert mem.remove(0, mutation_id="r") == docmem.RemoveResult("removed", 0, 4)
+    data = stored_bytes(mem)
+    assert data is not None
+    assert len(data) <= MAX_DOCUMENT_BYTES
+    after = parse(data)
+    assert dict(after.entries) == {k: v for k, v in before.entries.items() if k != 0}
+    assert after.journal[:-1] == records[1:]  # only the oldest one went
+    assert mem.inspect("r") == docmem.MutationRecord("remove", "removed", 0, 4)
+    assert mem.remove(0, mutation_id="r") == docmem.RemoveResult("removed", 0, 4)  # a replay
+
+
+def test_remove_at_the_cap_with_no_journal_still_removes(mem: docmem.BoundMemory) -> None:
+    # An operator-written document: nothing to drop but the remove's own record.
+    put_document(mem, _document_at_cap((), revision=0))
+    assert mem.remove(0, mutation_id="r") == docmem.RemoveResult("removed", 0, 1)
+    data = stored_bytes(mem)
+    assert data is not None
+    after = parse(data)
+    assert 0 not in after.entries
+    assert after.revision == 1
+    assert after.journal == ()
+    assert len(data) <= MAX_DOCUMENT_BYTES
+    # No record: a retry finds the entry gone, without a second effect.
+    assert mem.remove(0, mutation_id="r") == docmem.RemoveResult("absent", 0, 1)
+    # With that line gone, the next remove keeps its record.
+    assert mem.remove(1, mutation_id="r2").status == "removed"
+    assert mem.inspect("r2") == docmem.MutationRecord("remove", "removed", 1, 2)
+
+
+def test_erase_at_the_cap(mem: docmem.BoundMemory) -> None:
+    put_document(mem, _document_at_cap((_record(0, rev=1, index=5),), revision=7))
+    assert mem.erase(mutation_id="e") == docmem.EraseResult("erased", 8)
+    assert mem.recall()[0].content.endswith("No memories are saved.")
+
+
+def test_save_at_the_cap_is_still_refused(mem: docmem.BoundMemory) -> None:
+    put_document(mem, _document_at_cap(tuple(_record(n, n + 1, n) for n in range(3)), 3))
+    before = stored_bytes(mem)
+    with pytest.raises(docmem.LimitExceeded):
+        mem.save("b", mutation_id="s")
+    assert stored_bytes(mem) == before
+
+
+# -- cancellation ----------------------------------------------------------------
+
+
+class _CountingBackend(ScriptedBackend):
+    """A scripted store that counts reads and can set an event on a write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+        self.cancel_on_write: threading.Event | None = None
+
+    def read(self, key: str) -> docmem.Stored | None:
+        self.reads += 1
+        return super().read(key)
+
+    def write(self, key: str, data: bytes, *, expected: str | None) -> str:
+        if self.cancel_on_write is not None:
+            self.cancel_on_write.set()
+        return super().write(key, data, expected=expected)
+
+
+def test_a_set_cancel_event_refuses_every_call_before_the_store(
+    scope: docmem.LockedScope,
+) -> None:
+    backend = _CountingBackend()
+    memory = docmem.FileMemory(backend)
+    memory.bind(scope, slot="user").save("kept", mutation_id="s0")
+    reads, writes = backend.reads, len(backend.writes)
+    cancel = threading.Event()
+    cancel.set()
+    mem = memory.bind(scope, slot="user", cancel=cancel)
+    for read in (mem.read, mem.recall, lambda: mem.inspect("s0")):
+        with pytest.raises(docmem.Cancelled) as caught:
+            read()
+        assert caught.value.code == "cancelled"
+        assert caught.value.outcome is None
+    for mutate in (
+        lambda: mem.save("new", mutation_id="s1"),
+        lambda: mem.remove(0, mutation_id="r1"),
+        lambda: mem.erase(mutation_id="e1"),
+    ):
+        with pytest.raises(docmem.Cancelled) as caught:
+            mutate()
+        assert caught.value.outcome == "not_committed"
+    assert (backend.reads, len(backend.writes)) == (reads, writes)
+    # An unset event changes nothing.
+    assert memory.bind(scope, slot="user", cancel=threading.Event()).read() is not None
+
+
+def test_the_provider_protocol_passes_the_cancel_event(scope: docmem.LockedScope) -> None:
+    backend = _CountingBackend()
+    memory = docmem.FileMemory(backend)
+    cancel = threading.Event()
+    recall_context = docmem.RecallContext("turn_started", "user", scope, "op", [], cancel=cancel)
+    tools_context = docmem.ToolsContext("user", scope, "op", [], cancel=cancel)
+    tools = memory.tools(tools_context)
+    assert memory.recall(recall_context) == []
+    cancel.set()
+    with pytest.raises(docmem.Cancelled):
+        memory.recall(recall_context)
+    result = tools["save_memory"].call({"text": "late"}, call_id="c", session_id="s")
+    assert result.is_error
+    assert "cancelled" in result.text
+    assert backend.writes == []
+
+
+class _SlowPolicy(docmem.RetryPolicy):
+    def delay(self, attempt: int) -> float:
+        return 30.0
+
+
+def test_cancel_stops_retrying_after_a_conflict(scope: docmem.LockedScope) -> None:
+    backend = _CountingBackend()
+    cancel = threading.Event()
+    slow = _SlowPolicy()  # a backoff the cancel must cut short
+    mem = docmem.FileMemory(backend, retry=slow).bind(scope, slot="user", cancel=cancel)
+    backend.script = ["conflict"] * 5
+    backend.cancel_on_write = cancel
+    started = time.monotonic()
+    with pytest.raises(docmem.Cancelled) as caught:
+        mem.save("x", mutation_id="s")
+    assert time.monotonic() - started < 5
+    assert caught.value.outcome == "not_committed"
+    assert len(backend.writes) == 1
+
+
+@pytest.mark.parametrize(
+    ("mode", "interloper", "outcome"),
+    [("unsent", False, "unknown"), ("unsent", True, "not_committed"), ("lost", False, None)],
+)
+def test_cancel_after_an_ambiguous_write_settles_it_once(
+    scope: docmem.LockedScope, mode: str, interloper: bool, outcome: str | None
+) -> None:
+    backend = _CountingBackend()
+    cancel = threading.Event()
+    fast = docmem.RetryPolicy(base=0.0, cap=0.0)
+    mem = docmem.FileMemory(backend, retry=fast).bind(scope, slot="user", cancel=cancel)
+    other = docmem.FileMemory(backend.inner).bind(scope, slot="user")
+    if interloper:
+        backend.interloper = lambda: other.save("someone else", mutation_id="other")
+    backend.script = [mode]
+    backend.cancel_on_write = cancel
+    if outcome is None:  # the write landed: the settling read proves it
+        assert mem.save("mine", mutation_id="s") == docmem.SaveResult("saved", 0, 1)
+    else:
+        with pytest.raises(docmem.Cancelled) as caught:
+            mem.save("mine", mutation_id="s")
+        assert caught.value.outcome == outcome
+    assert len(backend.writes) == 1
+
+
+def test_bind_refuses_a_cancel_that_is_not_an_event(scope: docmem.LockedScope) -> None:
+    with pytest.raises(docmem.InvalidArgument):
+        docmem.FileMemory(MemoryBackend()).bind(scope, slot="user", cancel=True)  # type: ignore[arg-type]
+
+
+def test_a_pickled_bound_memory_has_no_cancel_event(scope: docmem.LockedScope) -> None:
+    import pickle
+
+    cancel = threading.Event()
+    cancel.set()
+    store = docmem.open_store("memory://pickled-cancel")
+    bound = docmem.FileMemory(store).bind(scope, slot="user", cancel=cancel)
+    assert pickle.loads(pickle.dumps(bound)).recall() == []
+
+
+# -- the retry policy ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("max_attempts", float("inf")),
+        ("max_attempts", None),
+        ("max_attempts", float("nan")),
+        ("max_attempts", True),
+        ("max_attempts", 0),
+        ("max_attempts", -3),
+        ("max_attempts", 2.5),
+        ("max_attempts", 3.0),
+        ("max_attempts", "32"),
+        ("max_seconds", float("nan")),
+        ("max_seconds", float("inf")),
+        ("max_seconds", None),
+        ("max_seconds", 0),
+        ("max_seconds", -1.0),
+        ("max_seconds", 10**400),
+        ("max_seconds", False),
+        ("base", float("nan")),
+        ("base", float("inf")),
+        ("base", None),
+        ("base", -0.1),
+        ("base", "0.005"),
+        ("cap", float("nan")),
+        ("cap", float("-inf")),
+        ("cap", None),
+        ("cap", -1),
+    ],
+)
+def test_retry_policy_refuses_bad_values_naming_the_field(field: str, value: object) -> None:
+    with pytest.raises(docmem.InvalidArgument, match=field):
+        docmem.RetryPolicy(**{field: value})  # type: ignore[arg-type]
+
+
+def test_retry_policy_accepts_integers_and_zero_waits() -> None:
+    policy = docmem.RetryPolicy(max_attempts=1, max_seconds=1, base=0, cap=0)
+    assert policy.delay(5) == 0.0
+
+
+def test_file_memory_refuses_a_retry_that_is_not_a_policy(store: docmem.Backend) -> None:
+    with pytest.raises(docmem.InvalidArgument):
+        docmem.FileMemory(store, retry={"max_attempts": 3})  # type: ignore[arg-type]
+
+
+# -- what a backend returns ------------------------------------------------------
+
+
+class _AnsweringBackend(MemoryBackend):
+    """A store whose reads answer ``answer`` instead of what it holds."""
+
+    def __init__(self, answer: object) -> None:
+        super().__init__()
+        self.answer = answer
+
+    def read(self, key: str) -> docmem.Stored | None:
+        return self.answer  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        docmem.Stored("0: text", "v1"),  # type: ignore[arg-type]
+        docmem.Stored(None, "v1"),  # type: ignore[arg-type]
+        docmem.Stored(123, "v1"),  # type: ignore[arg-type]
+        docmem.Stored(b"", ""),
+        docmem.Stored(b"", None),  # type: ignore[arg-type]
+        docmem.Stored(b"", 5),  # type: ignore[arg-type]
+        (b"data", "v1"),
+        b"data",
+    ],
+    ids=[
+        "str",
+        "none-data",
+        "int",
+        "empty-version",
+        "none-version",
+        "int-version",
+        "tuple",
+        "bytes",
+    ],
+)
+def test_a_broken_read_answer_is_store_unavailable(
+    scope: docmem.LockedScope, answer: object
+) -> None:
+    mem = docmem.FileMemory(_AnsweringBackend(answer)).bind(scope, slot="user")
+    with pytest.raises(docmem.StoreUnavailable):
+        mem.recall()
+    for mutate in (
+        lambda: mem.save("x", mutation_id="s"),
+        lambda: mem.remove(0, mutation_id="r"),
+        lambda: mem.erase(mutation_id="e"),
+    ):
+        with pytest.raises(docmem.StoreUnavailable) as caught:
+            mutate()
+        assert caught.value.outcome == "not_committed"
+
+
+@pytest.mark.parametrize("convert", [bytearray, memoryview])
+def test_bytes_like_read_answers_are_accepted(scope: docmem.LockedScope, convert: type) -> None:
+    inner = MemoryBackend()
+    docmem.FileMemory(inner).bind(scope, slot="user").save("kept", mutation_id="s0")
+    stored = inner.read(scope.storage_key)
+    assert stored is not None
+
+    class BytesLike(MemoryBackend):
+        def read(self, key: str) -> docmem.Stored | None:
+            found = inner.read(key)
+            return None if found is None else docmem.Stored(convert(found.data), found.version)
+
+        def write(self, key: str, data: bytes, *, expected: str | None) -> str:
+            return inner.write(key, data, expected=expected)
+
+    mem = docmem.FileMemory(BytesLike()).bind(scope, slot="user")
+    assert mem.recall()[0].content.endswith("0: kept")
+    assert mem.save("more", mutation_id="s1").index == 1
+    assert mem.recall()[0].content.endswith("1: more")
+
+
+# -- exception chains carry no memory text ---------------------------------------
+
+CANARY = "Canary-7f3a-Zebra"
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in seen:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def _carries(error: BaseException, canary: str) -> bool:
+    for link in _chain(error):
+        parts = [repr(link), str(link), *map(repr, link.args)]
+        parts += [repr(getattr(link, name, "")) for name in ("object", "doc", "msg")]
+        parts += [repr(value) for value in vars(link).values()]
+        if any(canary in part or canary.encode() in part.encode() for part in parts):
+            return True
+    return False
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        f'<!-- docmem/1 {{"last":0,"rev":1,"ops":[]}} -->\n0: {CANARY} \xff\n'.encode("latin-1"),
+        f'<!-- docmem/1 {{"last":0,"rev":1,"ops":[],"{CANARY}":1}} -->\n0: a\n'.encode(),
+        f'<!-- docmem/1 {{"last":0,"rev":1,"ops":[["{CANARY}"]]}} -->\n0: a\n'.encode(),
+        f'<!-- docmem/1 {{"last":"{CANARY}","rev":1,"ops":[]}} -->\n0: a\n'.encode(),
+        f'<!-- docmem/1 {{"last":0,"rev":1,"ops":[],"fence":"{CANARY}"\n'.encode(),
+    ],
+    ids=["utf-8", "unknown-field", "bad-record", "bad-type", "malformed"],
+)
+def test_corrupt_documents_raise_without_memory_text_in_the_chain(
+    scope: docmem.LockedScope, data: bytes
+) -> None:
+    store = MemoryBackend()
+    store.write(scope.storage_key, data, expected=None)
+    mem = docmem.FileMemory(store).bind(scope, slot="user")
+    for call in (
+        mem.recall,
+        lambda: mem.save("new", mutation_id="s"),
+        lambda: mem.remove(0, mutation_id="r"),
+    ):
+        with pytest.raises(docmem.DocumentCorrupt) as caught:
+            call()
+        assert not _carries(caught.value, CANARY)
+    stored = store.read(scope.storage_key)
+    assert stored is not None
+    assert stored.data == data
+
+
+def test_a_surrogate_mutation_id_is_refused_without_the_id_in_the_chain(
+    mem: docmem.BoundMemory,
+) -> None:
+    with pytest.raises(docmem.InvalidArgument) as caught:
+        mem.save("a", mutation_id=f"{CANARY}\udc80")
+    assert not _carries(caught.value, CANARY)

@@ -15,6 +15,7 @@ import collections
 import os
 import re
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from importlib import import_module
 from importlib.metadata import entry_points
@@ -59,6 +60,24 @@ _registered: dict[str, str | type[Backend]] = {}
 _T = TypeVar("_T")
 _V = TypeVar("_V")
 _registry_lock = threading.Lock()
+#: A URL scheme as RFC 3986 spells it; a registration also names no ``+`` part.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9.-]*")
+#: Every PerProcess and LruCache alive, so a forked child can give each a fresh lock.
+_fork_guarded: weakref.WeakSet[PerProcess[Any] | LruCache[Any]] = weakref.WeakSet()
+
+
+def _reset_locks_after_fork() -> None:
+    """In a forked child: a lock another parent thread held at fork is never released.
+
+    Only the forking thread survives ``fork``, so a lock held by any other
+    thread (one building a client in :meth:`PerProcess.get`, one inside an
+    :class:`LruCache` method or a registration) would stay held forever and
+    the child's first use of that object would deadlock.
+    """
+    global _registry_lock
+    _registry_lock = threading.Lock()
+    for guarded in list(_fork_guarded):
+        guarded._lock = threading.Lock()
 
 
 class Stored(msgspec.Struct, frozen=True):
@@ -155,6 +174,7 @@ class PerProcess(Generic[_T]):
         self._value: _T | None = None
         self._pid = 0
         self._lock = threading.Lock()
+        _fork_guarded.add(self)
 
     def get(self) -> _T:
         """This process's value, built now if it has none yet."""
@@ -188,6 +208,7 @@ class LruCache(Generic[_V]):
         self._keep = keep
         self._entries: collections.OrderedDict[str, _V] = collections.OrderedDict()
         self._lock = threading.Lock()
+        _fork_guarded.add(self)
 
     def get(self, key: str) -> _V | None:
         with self._lock:
@@ -218,11 +239,26 @@ def register_backend(scheme: str, target: str | type[Backend], *, clobber: bool 
 
     Entry points are the normal way for plug-ins; this is for applications and
     tests. Replacing an existing registration needs ``clobber=True``.
+
+    ``scheme`` is a URL scheme (a letter, then letters, digits, ``.`` or
+    ``-``), matched case-insensitively like the URLs :func:`open_store` gets.
+    A ``+`` is refused: ``a+b://`` resolves through ``a``, so a registration
+    under ``a+b`` could never be found.
     """
+    if not isinstance(scheme, str) or not _SCHEME.fullmatch(scheme):
+        raise InvalidArgument(
+            "a backend's URL scheme is a letter followed by letters, digits, '.' or '-' "
+            "(register 'a' to serve 'a+b://' URLs)"
+        )
+    scheme = scheme.lower()
     with _registry_lock:
         if not clobber and (scheme in _registered or scheme in _BUILTIN):
-            raise ValueError(f"URL scheme {scheme!r} is already registered; pass clobber=True")
+            raise InvalidArgument(f"URL scheme {scheme!r} is already registered; pass clobber=True")
         _registered[scheme] = target
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_locks_after_fork)
 
 
 def _load(target: str | type[Backend]) -> type[Backend]:

@@ -8,11 +8,10 @@ call the model made by name, returning the one short result sentence.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from .tools import Tool, ToolResult
+from .tools import Tool, ToolResult, dispatch_call
 
 __all__ = ["ToolDispatcher", "anthropic_tools", "openai_tools"]
 
@@ -53,16 +52,9 @@ class ToolDispatcher:
 
     def dispatch(self, name: str, arguments: object, *, call_id: str | None = None) -> ToolResult:
         """Execute the call; ``call_id`` (with the session id) makes it idempotent."""
-        tool = self.tools.get(name)
-        if tool is None:
-            known = ", ".join(sorted(self.tools)) or "none"
-            return ToolResult(f"Unknown tool {name!r}; available: {known}.", is_error=True)
-        if isinstance(arguments, (str, bytes)):
-            try:
-                arguments = json.loads(arguments or "{}")
-            except ValueError:
-                return ToolResult(f"Invalid call to {name}: arguments are not JSON.", is_error=True)
-        return tool.call(arguments, call_id=call_id, session_id=self.session_id)
+        return dispatch_call(
+            self.tools, name, arguments, call_id=call_id, session_id=self.session_id
+        )
 
     async def adispatch(
         self, name: str, arguments: object, *, call_id: str | None = None

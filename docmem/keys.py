@@ -45,12 +45,19 @@ _KEY_TAG = b"docmem.key.v1\0"
 
 
 def _utf8(value: object, what: str) -> bytes:
+    """``value`` as UTF-8, refused with :class:`InvalidScope` when it is not a valid str.
+
+    The refusal is raised outside the ``except`` block: ``from None`` only
+    hides the ``UnicodeEncodeError`` from tracebacks, it stays in
+    ``__context__`` holding the raw value, for any error tracker to ship.
+    """
     if not isinstance(value, str):
         raise InvalidScope(f"{what} must be a str, not {type(value).__name__}")
     try:
         return value.encode("utf-8")
     except UnicodeEncodeError:
-        raise InvalidScope(f"{what} is not valid UTF-8 (lone surrogate)") from None
+        pass
+    raise InvalidScope(f"{what} is not valid UTF-8 (lone surrogate)")
 
 
 def encode_str(data: bytes) -> bytes:
@@ -75,10 +82,17 @@ def _checked(data: bytes, what: str, *, lowest: int, highest: int) -> bytes:
 
 
 def namespace_key(namespace: str) -> str:
-    """The ``memns1_`` key of a namespace (1 to 1,024 UTF-8 bytes)."""
+    """The ``memns1_`` key of a namespace (1 to 1,024 UTF-8 bytes, not all whitespace).
+
+    A blank namespace is a resolver or configuration that produced nothing
+    (an unset variable, a stray space): it would give every deployment that
+    makes the same mistake one shared key, so it is refused, not keyed.
+    """
     data = _checked(
         _utf8(namespace, "namespace"), "namespace", lowest=1, highest=MAX_NAMESPACE_BYTES
     )
+    if not namespace.strip():
+        raise InvalidScope("namespace is blank (only whitespace); name the deployment and slot")
     return _digest("memns1_", _NS_TAG, encode_str(data))
 
 

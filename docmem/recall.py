@@ -23,7 +23,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -124,19 +124,57 @@ def _is_utf8(text: str) -> bool:
     return True
 
 
+#: What a recall item is, for the message that refuses one that is not.
+ITEM_SHAPE = (
+    "a recall item is an object with a str 'content' and an optional str 'id' "
+    "(docmem.Recalled), or a mapping with those keys"
+)
+
+
+def _fields(message: object) -> tuple[object, object] | None:
+    """``(content, id)`` of a recall item, or ``None`` when it has no ``content`` at all.
+
+    Providers written against plain JSON hand back dicts as naturally as
+    objects, so a mapping's ``"content"`` and ``"id"`` keys count like the
+    attributes of the same names.
+    """
+    if isinstance(message, Mapping):
+        if "content" not in message:
+            return None
+        return message["content"], message.get("id")
+    if not hasattr(message, "content"):
+        return None
+    return message.content, getattr(message, "id", None)
+
+
 def _validate(slot: str, messages: Sequence[Any]) -> list[Recalled]:
     seen: set[str] = set()
     checked: list[Recalled] = []
     for number, message in enumerate(messages):
-        content = getattr(message, "content", None)
-        message_id = getattr(message, "id", None)
         where = f"slot {slot!r}, message {number}"
-        if not isinstance(content, str) or not content.strip():
+        fields = _fields(message)
+        if fields is None:
+            raise RecallBatchInvalid(
+                f"recall batch rejected: {where} is a {type(message).__name__} without "
+                f"content; {ITEM_SHAPE}"
+            )
+        content, message_id = fields
+        if not isinstance(content, str):
+            raise RecallBatchInvalid(
+                f"recall batch rejected: {where} has content of type "
+                f"{type(content).__name__}; {ITEM_SHAPE}"
+            )
+        if not content.strip():
             raise RecallBatchInvalid(f"recall batch rejected: {where} has blank content")
         if not _is_utf8(content):
             raise RecallBatchInvalid(f"recall batch rejected: {where} has text that is not UTF-8")
         if message_id is not None:
-            if not isinstance(message_id, str) or not message_id:
+            if not isinstance(message_id, str):
+                raise RecallBatchInvalid(
+                    f"recall batch rejected: {where} has an id of type "
+                    f"{type(message_id).__name__}; {ITEM_SHAPE}"
+                )
+            if not message_id:
                 raise RecallBatchInvalid(f"recall batch rejected: {where} has an empty id")
             if not _is_utf8(message_id):
                 raise RecallBatchInvalid(
@@ -181,7 +219,8 @@ class RecallLedger:
         """Apply one turn's recall for every slot at once; ``False`` for a replay.
 
         ``batches`` pairs each active slot's lock with the messages its
-        provider returned (objects with ``content`` and an optional ``id``).
+        provider returned (objects with ``content`` and an optional ``id``,
+        or mappings with those keys).
         Raises :class:`~docmem.RecallBatchInvalid`, applying nothing, when any
         message is invalid or the operation id was used for a different batch.
         """
@@ -336,11 +375,17 @@ class RecallLedger:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> RecallLedger:
-        """Restore a ledger saved by :meth:`to_bytes`."""
+        """Restore a ledger saved by :meth:`to_bytes`.
+
+        The refusal is raised after the ``except`` block, so that no
+        ``__context__`` keeps msgspec's error (it can quote stored text).
+        """
         try:
             state = _decoder.decode(data)
         except msgspec.DecodeError:
-            raise DocumentCorrupt("the stored recall ledger is not valid ledger JSON") from None
+            state = None
+        if state is None:
+            raise DocumentCorrupt("the stored recall ledger is not valid ledger JSON")
         if state.version != FORMAT_VERSION:
             raise DocumentCorrupt(f"recall ledger format {state.version} is not supported")
         ledger = cls()

@@ -90,10 +90,14 @@ def by_principal(context: ScopeContext) -> tuple[str, str, str, str] | None:
     """The principal as ``(kind, authenticator, issuer or "", id)``.
 
     ``None`` (slot disabled) for no principal, an anonymous or a runtime one,
-    or an empty id: memory that follows a person needs a person.
+    or an empty or whitespace-only id: memory that follows a person needs a
+    person, and a blank id is an authenticator that named nobody (every such
+    turn would otherwise share one memory).
     """
     principal = context.principal
     if principal is None or principal.kind in ("anonymous", "runtime") or not principal.id:
+        return None
+    if isinstance(principal.id, str) and not principal.id.strip():
         return None
     return (principal.kind, principal.authenticator, principal.issuer or "", principal.id)
 
@@ -131,7 +135,8 @@ class RecallContext:
     """What a provider's ``recall`` receives at ``turn_started`` or ``compaction_completed``.
 
     ``messages`` is the projected history before the turn's input (recalled
-    records included, as the model will see them).
+    records included, as the model will see them). ``cancel`` is the turn's
+    :attr:`ScopeContext.cancel`: a provider stops touching its store once it is set.
     """
 
     boundary: Boundary
@@ -139,33 +144,46 @@ class RecallContext:
     scope: LockedScope
     operation_id: str
     messages: Sequence[Any]
+    cancel: threading.Event | None = None
 
 
 @dataclass(frozen=True)
 class ToolsContext:
-    """What a provider's ``tools`` receives: the locked scope and the turn's messages."""
+    """What a provider's ``tools`` receives: the locked scope and the turn's messages.
+
+    ``cancel`` is the turn's :attr:`ScopeContext.cancel`; tools made for the turn
+    should refuse to touch the store once it is set.
+    """
 
     slot: str
     scope: LockedScope
     operation_id: str
     messages: Sequence[Any]
+    cancel: threading.Event | None = None
 
 
 @dataclass(frozen=True)
 class CaptureContext:
-    """What a provider's ``capture`` receives at ``compaction_requested`` or ``turn_completed``."""
+    """What a provider's ``capture`` receives at ``compaction_requested`` or ``turn_completed``.
+
+    ``cancel`` is the turn's :attr:`ScopeContext.cancel`, as in :class:`RecallContext`:
+    a capture that writes stops once it is set.
+    """
 
     boundary: CaptureBoundary
     slot: str
     scope: LockedScope
     operation_id: str
     messages: Sequence[Any]
+    cancel: threading.Event | None = None
 
 
 class RecalledItem(Protocol):
     """What ``recall`` returns items of: ``content`` and an optional ``id`` that keys it.
 
     :class:`docmem.Recalled` and FileMemory's :class:`docmem.RecallMessage` both fit.
+    A mapping with a ``"content"`` key and an optional ``"id"`` key (what a
+    provider built on JSON has at hand) is taken the same way.
     """
 
     @property
@@ -190,7 +208,7 @@ class MemoryProvider(Protocol):
     and ``capture(CaptureContext) -> None``. Recall must be observational.
     """
 
-    def recall(self, context: RecallContext) -> Sequence[RecalledItem] | None:
+    def recall(self, context: RecallContext) -> Sequence[RecalledItem | Mapping[str, Any]] | None:
         """The messages to recall for this slot and scope, or ``None``."""
         ...
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import re
 import uuid
 from collections.abc import Callable, Mapping
@@ -21,6 +22,7 @@ __all__ = [
     "Tool",
     "ToolResult",
     "check_slot_name",
+    "dispatch_call",
     "mutation_id_for",
     "qualify",
     "qualify_tools",
@@ -28,6 +30,8 @@ __all__ = [
 
 _SLOT_NAME = re.compile(r"[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*")
 _TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+#: An argument name the model may see echoed back: short and plain, never arbitrary text.
+_PLAIN_ARGUMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 
 #: ``(arguments, mutation_id) -> result sentence``; raises DocmemError when refused.
 Handler = Callable[[Mapping[str, Any], str], str]
@@ -87,14 +91,28 @@ class ToolResult:
     is_error: bool = False
 
 
+def _unexpected(extra: list[object]) -> str:
+    """The extra argument to name: the first plain name, else a description of it.
+
+    Keys come from the model and may be of any type (a host may pass a Python
+    mapping) or any length, so only a short plain name is echoed; ordering by
+    the plain names alone never compares keys of different types.
+    """
+    plain = sorted(key for key in extra if isinstance(key, str) and _PLAIN_ARGUMENT.fullmatch(key))
+    if plain:
+        return repr(plain[0])
+    return "whose name is not a plain identifier"
+
+
 def _schema_error(schema: Mapping[str, Any], args: object) -> str | None:
     """The first way ``args`` breaks ``schema`` (the small subset docmem's tools use)."""
     if not isinstance(args, Mapping):
         return "arguments must be a JSON object"
     properties: Mapping[str, Mapping[str, Any]] = schema.get("properties", {})
-    extra = sorted(set(args) - set(properties))
+    extra = [key for key in args if key not in properties]
     if extra and schema.get("additionalProperties") is False:
-        return f"unexpected argument {extra[0]!r}; expected only {', '.join(sorted(properties))}"
+        expected = ", ".join(sorted(properties))
+        return f"unexpected argument {_unexpected(extra)}; expected only {expected}"
     for name in schema.get("required", ()):
         if name not in args:
             return f"missing required argument {name!r}"
@@ -120,6 +138,56 @@ def _schema_error(schema: Mapping[str, Any], args: object) -> str | None:
     return None
 
 
+def error_result(error: DocmemError) -> ToolResult:
+    """A refused call as the model sees it: the error's content-free message as a sentence."""
+    return ToolResult(error.message[:1].upper() + error.message[1:] + ".", is_error=True)
+
+
+def decode_arguments(name: str, arguments: str | bytes) -> object | ToolResult:
+    """The value JSON argument text encodes, or the error result the model should get.
+
+    The text is the model's: besides malformed JSON it may nest deeper than
+    the parser's recursion limit (``RecursionError``), which is the model's
+    mistake like any other and so an error result, never an exception.
+    """
+    try:
+        decoded: object = json.loads(arguments or "{}")
+    except RecursionError:
+        problem = "arguments are nested too deeply"
+    except ValueError:  # malformed JSON, undecodable bytes, an integer too long to parse
+        problem = "arguments are not JSON"
+    else:
+        return decoded
+    return ToolResult(f"Invalid call to {name}: {problem}.", is_error=True)
+
+
+def dispatch_call(
+    tools: Mapping[str, Tool],
+    name: object,
+    arguments: object,
+    *,
+    call_id: str | None = None,
+    session_id: str | None = None,
+) -> ToolResult:
+    """Run a model's tool call by name: an unknown name or bad arguments is an error result.
+
+    Both the name and the arguments come from the model, so neither may
+    raise: a name that is not a string (or not a tool) and JSON text that
+    cannot be decoded are answered like any other bad call.
+    """
+    tool = tools.get(name) if isinstance(name, str) else None
+    if tool is None or not isinstance(name, str):
+        known = ", ".join(sorted(tools)) or "none"
+        shown = f" {name!r}" if isinstance(name, str) and _TOOL_NAME.fullmatch(name) else ""
+        return ToolResult(f"Unknown tool{shown}; available: {known}.", is_error=True)
+    if isinstance(arguments, (str, bytes)):
+        decoded = decode_arguments(name, arguments)
+        if isinstance(decoded, ToolResult):
+            return decoded
+        return tool.call(decoded, call_id=call_id, session_id=session_id)
+    return tool.call(arguments, call_id=call_id, session_id=session_id)
+
+
 @dataclass(frozen=True)
 class Tool:
     """A model-callable tool: name, description, JSON schema and its handler."""
@@ -141,14 +209,17 @@ class Tool:
         ``call_id`` must be unique within the session: a repeated one replays
         the recorded outcome instead of acting twice.
         """
-        problem = _schema_error(self.parameters, arguments)
+        try:
+            problem = _schema_error(self.parameters, arguments)
+        except Exception:  # a mapping that cannot be read (hostile keys, runaway nesting)
+            problem = "the arguments could not be read as a JSON object"
         if problem is not None:
             return ToolResult(f"Invalid call to {self.name}: {problem}.", is_error=True)
         assert isinstance(arguments, Mapping)
         try:
             return ToolResult(self.handler(arguments, mutation_id_for(call_id, session_id)))
         except DocmemError as exc:
-            return ToolResult(exc.message[:1].upper() + exc.message[1:] + ".", is_error=True)
+            return error_result(exc)
 
     async def acall(
         self,

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+import warnings
+from collections.abc import Callable
 
 import pytest
 
@@ -95,3 +98,84 @@ def test_a_cache_of_size_zero_remembers_nothing(size: int) -> None:
     cache: LruCache[int] = LruCache(size)
     cache.put("k", 1)
     assert cache.get("k") is None
+
+
+# -- fork while another thread holds the lock -------------------------------------------
+
+
+def fork_and_wait(child: Callable[[], bool], *, timeout: float = 10.0) -> int:
+    """Fork, run ``child`` in the child (exit 0 if it returns True), return its exit code.
+
+    The parent polls with a deadline and kills a child still running then, so
+    a deadlocked child fails the test instead of hanging the suite.
+    """
+    with warnings.catch_warnings():  # Python 3.12+ warns about fork with threads: that is the test
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = 0 if child() else 1
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.01)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    pytest.fail("the forked child deadlocked on a lock held by another thread at fork")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_during_the_first_build_builds_its_own_value() -> None:
+    parent = os.getpid()
+    inside, release = threading.Event(), threading.Event()
+
+    def build() -> int:
+        if os.getpid() == parent:  # the parent's build stalls, holding the lock
+            inside.set()
+            release.wait(10)
+        return os.getpid()
+
+    holder = PerProcess(build)
+    thread = threading.Thread(target=holder.get, daemon=True)
+    thread.start()
+    assert inside.wait(10)
+    try:
+        assert fork_and_wait(lambda: holder.get() == os.getpid()) == 0
+    finally:
+        release.set()
+        thread.join(10)
+    assert holder.get() == parent
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_while_the_cache_is_locked_can_use_it() -> None:
+    parent = os.getpid()
+    inside, release = threading.Event(), threading.Event()
+
+    def keep(old: int, new: int) -> bool:  # runs under the cache's lock
+        if os.getpid() == parent:
+            inside.set()
+            release.wait(10)
+        return False
+
+    cache: LruCache[int] = LruCache(4, keep=keep)
+    cache.put("k", 1)
+    thread = threading.Thread(target=cache.put, args=("k", 2), daemon=True)
+    thread.start()
+    assert inside.wait(10)
+
+    def child() -> bool:
+        cache.put("other", 3)
+        return cache.get("other") == 3 and cache.get("k") in (1, 2)
+
+    try:
+        assert fork_and_wait(child) == 0
+    finally:
+        release.set()
+        thread.join(10)
+    assert cache.get("k") == 2

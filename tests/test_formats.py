@@ -135,6 +135,20 @@ def test_bad_json_is_an_error_result(
 
 @pytest.mark.parametrize(
     "arguments",
+    ['{"text": ' + "[" * 100_000 + "]" * 100_000 + "}", {"text": "x", 1: "a", "b": 2}],
+    ids=["nested too deeply", "mixed key types"],
+)
+def test_arguments_no_parser_or_schema_check_survives_are_error_results(
+    turn: docmem.TurnMemory, memory: docmem.FileMemory, arguments: Any
+) -> None:
+    result = docmem.ToolDispatcher(turn.tools).dispatch("user__save_memory", arguments)
+    assert result.is_error
+    assert result.text.startswith("Invalid call to user__save_memory:")
+    assert entries(memory) == []
+
+
+@pytest.mark.parametrize(
+    "arguments",
     ["[]", '"text"', "null", "", "{}", '{"text": 3}', {"text": "x", "scope": "bob"}, ["x"]],
     ids=["array", "string", "null", "empty", "no text", "wrong type", "scope", "list"],
 )

@@ -229,6 +229,8 @@ def test_tuple_and_list_are_the_same_scope() -> None:
 _tricky_chars = st.sampled_from([":", "\x00", "a", "b", "S", "T", "\x01", "\u00e9", "\U0001f44b"])
 _component = st.text(alphabet=_tricky_chars | st.characters(codec="utf-8"), max_size=6)
 _scalar = _component.filter(bool)
+#: A namespace is refused when it is only whitespace; scope components are not.
+_namespace = _scalar.filter(str.strip)
 _tuple = st.lists(_component, min_size=1, max_size=5).map(tuple)
 _list = st.lists(_component, min_size=1, max_size=5)
 _scope_value = st.one_of(_scalar, _tuple, _list)
@@ -270,7 +272,7 @@ def test_scope_key_matches_reference_encoder(value: Any) -> None:
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(
-        st.tuples(_scalar, _scope_value),
+        st.tuples(_namespace, _scope_value),
         min_size=2,
         max_size=10,
         unique_by=lambda pair: (pair[0], _canonical(pair[1])),
@@ -287,7 +289,7 @@ def test_distinct_namespace_scope_pairs_never_share_a_storage_key(pairs: list[An
 
 
 @settings(max_examples=200, deadline=None)
-@given(_scalar, _scalar, _scalar)
+@given(_namespace, _scalar, _scalar)
 def test_moving_text_across_the_namespace_scope_boundary_changes_the_key(
     left: str, middle: str, right: str
 ) -> None:
@@ -585,8 +587,41 @@ def test_invalid_scope_messages_hold_no_raw_value(namespace: str, scope: Any) ->
     assert not any(_leaks(str(arg)) for arg in info.value.args)
 
 
+@pytest.mark.parametrize(
+    ("namespace", "scope"),
+    [
+        ("ns", CANARY_SCOPE + "\ud800"),
+        ("ns", ("user", CANARY_PART + "\udfff")),
+        (CANARY_NS + "\ud800", "s"),
+    ],
+)
+def test_an_invalid_scope_chains_no_exception_holding_the_raw_value(
+    namespace: str, scope: Any
+) -> None:
+    # ``from None`` hid the UnicodeEncodeError from tracebacks but kept it in
+    # __context__, with the whole raw value in its args, for error trackers to ship.
+    with pytest.raises(InvalidScope) as info:
+        lock_scope(namespace=namespace, scope=scope)
+    assert info.value.__context__ is None
+    assert info.value.__cause__ is None
+
+
+@pytest.mark.parametrize("blank", [" ", "   ", "\t", "\n\r", "\u00a0", "\u2003\u3000", "\x1c"])
+def test_a_whitespace_only_namespace_is_refused(blank: str) -> None:
+    with pytest.raises(InvalidScope, match="blank"):
+        namespace_key(blank)
+    with pytest.raises(InvalidScope, match="blank"):
+        lock_scope(namespace=blank, scope="u")
+
+
+def test_a_namespace_with_surrounding_whitespace_keeps_its_own_key() -> None:
+    # Only an all-blank namespace is refused; others are keyed byte for byte, as before.
+    assert namespace_key(" ns") != namespace_key("ns")
+    assert NS_KEY.fullmatch(namespace_key(" ns "))
+
+
 @settings(max_examples=200, deadline=None)
-@given(_scalar, _scope_value, _scalar)
+@given(_namespace, _scope_value, _scalar)
 def test_keys_are_base64url_after_their_prefix(ns: str, scope: Any, item: str) -> None:
     locked = lock_scope(namespace=ns, scope=scope)
     assert locked is not None

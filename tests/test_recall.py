@@ -155,6 +155,43 @@ def test_an_invalid_message_rejects_the_whole_turn_for_every_slot(bad: Recalled)
     assert shown(ledger.project([], [alpha, beta])) == ["[alpha] new"]
 
 
+def test_mappings_with_content_and_id_are_recall_items() -> None:
+    ledger, user = RecallLedger(), lock()
+    items = [{"content": "note A", "id": "a"}, {"content": "unkeyed"}, {"content": "B", "id": None}]
+    assert ledger.apply("turn-1", 0, [(user, items)]) is True
+    # a mapping and an object with the same fields are the same batch: a replay
+    same = [Recalled("note A", "a"), Recalled("unkeyed"), Recalled("B")]
+    assert ledger.apply("turn-1", 0, [(user, same)]) is False
+    ledger.apply("turn-2", 1, [(user, [{"content": "note A", "id": "a", "extra": 1}])])
+    assert shown(ledger.project(["q"], [user])) == [
+        "[user] note A",
+        "[user] unkeyed",
+        "[user] B",
+        "q",
+    ]
+
+
+SHAPES = {
+    "mapping without content": ({"text": "x", "id": "a"}, "is a dict without content"),
+    "object without content": (object(), "is a object without content"),
+    "plain string": ("just text", "is a str without content"),
+    "mapping with bytes content": ({"content": b"x"}, "has content of type bytes"),
+    "mapping with an int id": ({"content": "x", "id": 3}, "has an id of type int"),
+}
+
+
+@pytest.mark.parametrize(("item", "fragment"), SHAPES.values(), ids=SHAPES.keys())
+def test_an_item_of_the_wrong_shape_names_the_shape_expected(item: Any, fragment: str) -> None:
+    ledger = RecallLedger()
+    with pytest.raises(docmem.RecallBatchInvalid) as raised:
+        ledger.apply("turn-1", 0, [(lock(), [Recalled("fine"), item])])
+    text = str(raised.value)
+    assert f"slot 'user', message 1 {fragment}" in text
+    assert "an object with a str 'content' and an optional str 'id'" in text
+    assert "mapping with those keys" in text
+    assert len(ledger) == 0
+
+
 def test_a_repeated_id_in_one_slot_rejects_the_batch() -> None:
     ledger, alpha, beta = RecallLedger(), lock("alpha"), lock("beta")
     with pytest.raises(docmem.RecallBatchInvalid):
@@ -555,6 +592,18 @@ def test_corrupt_ledger_bytes_raise_document_corrupt(data: bytes) -> None:
     with pytest.raises(docmem.DocumentCorrupt) as raised:
         RecallLedger.from_bytes(data)
     assert raised.value.code == "document_corrupt"
+
+
+def test_corrupt_ledger_bytes_chain_no_decoder_error() -> None:
+    # msgspec's error would ride along in __context__ (``from None`` only hides it),
+    # and a decoder error may quote what the ledger holds: recalled memory text.
+    record = [0, "op", 0, "user", "ns", "sc", None, "recalled text", "not a bool"]
+    data = json.dumps({"version": 1, "next_seq": 1, "records": [record], "operations": {}})
+    for corrupt in (data.encode(), b"not json"):
+        with pytest.raises(docmem.DocumentCorrupt) as raised:
+            RecallLedger.from_bytes(corrupt)
+        assert raised.value.__context__ is None
+        assert raised.value.__cause__ is None
 
 
 @pytest.mark.parametrize("version", [0, 2, 99])

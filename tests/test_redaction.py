@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from wrappers import ScriptedBackend
@@ -11,16 +14,35 @@ from wrappers import ScriptedBackend
 import docmem
 from docmem.backends.memory import MemoryBackend
 from docmem.document import MemoryDocument, serialize
+from docmem.recall import Recalled, RecallLedger
+from docmem.slot import RecallContext
 
 CANARY = "CANARY-7f3a9c-memory-text"
 SCOPE_CANARY = "SCOPE-CANARY-u_8d1e"
 
 
+def chain(error: BaseException) -> list[BaseException]:
+    """Every exception reachable through ``__cause__`` and ``__context__``, each once.
+
+    Both links, always: ``raise ... from None`` only hides ``__context__`` from
+    tracebacks, an error tracker that walks the chain still ships it.
+    """
+    found: list[BaseException] = []
+    pending: list[BaseException | None] = [error]
+    while pending:
+        current = pending.pop()
+        if current is None or any(current is seen for seen in found):
+            continue
+        found.append(current)
+        pending.extend([current.__cause__, current.__context__])
+    return found
+
+
 def all_text(error: BaseException) -> str:
-    parts = [str(error), repr(error), *map(str, error.args)]
-    cause = error.__cause__ or error.__context__
-    if cause is not None:
-        parts.append(all_text(cause))
+    """str, repr and args of the error and of every exception in its chain."""
+    parts: list[str] = []
+    for link in chain(error):
+        parts.extend([str(link), repr(link), *map(str, link.args), *map(repr, link.args)])
     return "\n".join(parts)
 
 
@@ -72,17 +94,75 @@ def error_paths(mem: docmem.BoundMemory, backend: ScriptedBackend) -> list[Calla
     ]
 
 
+def chained_paths(mem: docmem.BoundMemory, backend: ScriptedBackend) -> list[Callable[[], object]]:
+    """Refusals raised while handling another exception that holds the canary itself."""
+
+    def replace_stored(data: bytes) -> None:
+        stored = backend.inner.read(mem.scope.storage_key)
+        backend.inner.write(
+            mem.scope.storage_key, data, expected=stored.version if stored else None
+        )
+
+    def not_utf8() -> None:  # a UnicodeDecodeError would hold the whole document
+        good = serialize(MemoryDocument({0: CANARY}, last=0, revision=1))
+        replace_stored(good.replace(CANARY.encode(), b"\xff" + CANARY.encode()))
+        mem.recall()
+
+    def header_field() -> None:  # a msgspec error would quote the stored value
+        good = serialize(MemoryDocument({0: "x"}, last=0, revision=1))
+        replace_stored(good.replace(b'"rev":1', json.dumps({"r": CANARY})[1:-1].encode()))
+        mem.recall()
+
+    def ledger_bytes() -> None:
+        RecallLedger.from_bytes(json.dumps({"version": 1, "records": CANARY}).encode())
+
+    def recall_batch() -> None:
+        lock = docmem.SlotLock("user", mem.scope)
+        RecallLedger().apply("op", 0, [(lock, [Recalled(CANARY + "\ud800", "id")])])
+
+    def recall_item_shape() -> None:
+        class Provider:
+            def recall(self, context: RecallContext) -> list[Any]:
+                return [{"text": CANARY}]
+
+        slot = docmem.MemorySlot("user", Provider(), scope="u", namespace="tests:redaction")
+        docmem.MemoryRuntime([slot]).turn_started(docmem.TurnContext(operation_id="t"))
+
+    return [
+        lambda: mem.save(CANARY + "\ud800", mutation_id="surrogate"),
+        not_utf8,
+        header_field,
+        ledger_bytes,
+        recall_batch,
+        recall_item_shape,
+    ]
+
+
+@pytest.fixture(params=["memory", "file"])
+def inner(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[docmem.Backend]:
+    """Each store the canary goes through (a file:// root made for the test)."""
+    backend = (
+        MemoryBackend()
+        if request.param == "memory"
+        else docmem.open_store(f"file://{tmp_path}?create=true")
+    )
+    yield backend
+    backend.close()
+
+
 def test_canary_never_in_errors_or_logs(
-    caplog: pytest.LogCaptureFixture, scope: docmem.LockedScope
+    caplog: pytest.LogCaptureFixture, scope: docmem.LockedScope, inner: docmem.Backend
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    backend = ScriptedBackend(MemoryBackend())
+    backend = ScriptedBackend(inner)  # type: ignore[arg-type]
     mem = docmem.FileMemory(backend, retry=docmem.RetryPolicy(base=0, cap=0)).bind(
         scope, slot="user"
     )
     paths = error_paths(mem, backend)
     assert len(paths) == 9
-    for path in paths:
+    chained = chained_paths(mem, backend)
+    assert len(chained) == 6
+    for path in [*paths, *chained]:
         with pytest.raises(docmem.DocmemError) as caught:
             path()
         assert CANARY not in all_text(caught.value)
@@ -125,3 +205,28 @@ def test_raw_scope_values_never_in_keys_errors_or_reprs(store: docmem.Backend) -
     with pytest.raises(docmem.InvalidScope) as caught:
         docmem.lock_scope(namespace=SCOPE_CANARY * 100, scope="u")
     assert SCOPE_CANARY not in all_text(caught.value)
+    # A lone surrogate fails the UTF-8 encoding, whose error holds the whole raw value.
+    for namespace, bad in (
+        ("ns", SCOPE_CANARY + "\ud800"),
+        ("ns", ("user", SCOPE_CANARY + "\udfff")),
+        (SCOPE_CANARY + "\ud800", "u"),
+    ):
+        with pytest.raises(docmem.InvalidScope) as caught:
+            docmem.lock_scope(namespace=namespace, scope=bad)
+        assert SCOPE_CANARY not in all_text(caught.value)
+    with pytest.raises(docmem.InvalidScope) as caught:
+        docmem.keys.item_key(SCOPE_CANARY + "\ud800")
+    assert SCOPE_CANARY not in all_text(caught.value)
+
+
+def test_the_chain_walk_sees_a_context_hidden_by_from_none() -> None:
+    def refuse() -> None:
+        try:
+            raise KeyError(CANARY)
+        except KeyError:
+            raise docmem.InvalidArgument("refused") from None
+
+    with pytest.raises(docmem.InvalidArgument) as caught:
+        refuse()
+    assert caught.value.__suppress_context__
+    assert CANARY in all_text(caught.value)

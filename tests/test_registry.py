@@ -301,6 +301,32 @@ def test_builtin_schemes_need_clobber_to_replace() -> None:
     assert isinstance(open_store("memory://"), RecordingBackend)
 
 
+def test_a_refused_registration_is_invalid_argument_from_the_tree() -> None:
+    register_backend("rec", RecordingBackend)
+    with pytest.raises(docmem.InvalidArgument) as raised:
+        register_backend("rec", MemoryBackend)
+    assert raised.value.code == "invalid_argument"
+    with pytest.raises(docmem.InvalidArgument):
+        register_backend("memory", RecordingBackend)
+
+
+@pytest.mark.parametrize(
+    "scheme",
+    ["", " ", "1abc", "-x", "a b", "a:b", "a/b", "a+b", "s3://", "é", None, 7, b"rec"],
+)
+def test_a_scheme_that_is_no_url_scheme_is_refused(scheme: Any) -> None:
+    with pytest.raises(docmem.InvalidArgument, match="URL scheme"):
+        register_backend(scheme, RecordingBackend)
+    assert backend_module._registered == {}
+
+
+def test_a_registered_scheme_matches_urls_case_insensitively() -> None:
+    register_backend("Rec.V2-x", RecordingBackend)
+    assert isinstance(open_store("REC.v2-X://x"), RecordingBackend)
+    with pytest.raises(docmem.InvalidArgument, match="clobber"):
+        register_backend("rec.v2-x", MemoryBackend)
+
+
 def test_registered_scheme_with_plus_resolves_its_first_part() -> None:
     register_backend("rec", RecordingBackend)
     assert isinstance(open_store("rec+inner://x"), RecordingBackend)
@@ -464,7 +490,7 @@ def test_lock_timeout_must_be_positive_and_finite(tmp_path: Path, timeout: str) 
 
 
 def test_stray_files_in_the_root_are_not_keys(tmp_path: Path) -> None:
-    store = open_store(f"file://{tmp_path}")
+    store = open_store(f"file://{tmp_path}?create=true")  # a new store: it writes its marker
     store.write("k", b"data", expected=None)
     (tmp_path / "README.txt").write_text("not a document")
     (tmp_path / ".DS_Store").write_bytes(b"")
@@ -484,6 +510,7 @@ def test_anonymous_memory_stores_are_freed_with_their_last_handle() -> None:
 
     from docmem.backends import memory as memory_module
 
+    gc.collect()  # garbage earlier tests left must not be freed below during the count
     before = len(memory_module._anonymous)
     stores = [open_store("memory://") for _ in range(50)]
     for store in stores:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -893,3 +894,231 @@ def test_a_scripted_conversation_with_user_and_channel_slots(store: docmem.Backe
         "u5",
         "a5",
     ]
+
+
+# -- hostile tool calls through the turn ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragment"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ('{"text": "x", "deep": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+        ({"text": "x", 1: "a", "b": 2}, "unexpected argument 'b'"),
+        ({"text": "x", 1: "a"}, "unexpected argument whose name is not a plain identifier"),
+    ],
+    ids=["deep json", "deep json in an extra", "mixed keys", "only a non-str extra"],
+)
+def test_a_hostile_tool_call_through_the_turn_is_an_error_result(
+    store: docmem.Backend, arguments: Any, fragment: str
+) -> None:
+    memory = docmem.FileMemory(store)
+    runtime = docmem.MemoryRuntime([user_slot(memory)])
+    result = runtime.turn_started(turn("t1")).dispatch("user__save_memory", arguments, call_id="c1")
+    assert result.is_error
+    assert fragment in result.text
+    assert result.text.startswith("Invalid call to user__save_memory: ")
+    scope = docmem.lock_scope(namespace=NS, scope=("user", "auth0", "", "alice"))
+    assert memory.bind(scope, slot="user").read() is None
+
+
+def test_a_json_string_argument_is_decoded_once() -> None:
+    runtime = docmem.MemoryRuntime([user_slot(StaticTools())])
+    turned = runtime.turn_started(turn("t1"))
+    assert turned.dispatch("user__lookup", '"{}"').text == (
+        "Invalid call to user__lookup: arguments must be a JSON object."
+    )
+    assert turned.dispatch("user__lookup", "{}") == docmem.ToolResult("lookup ran")
+    assert turned.dispatch(None, "{}").is_error  # type: ignore[arg-type]
+
+
+# -- recall items as mappings ---------------------------------------------------------------------
+
+
+class Dicts:
+    """A provider written against plain JSON: its items are dicts."""
+
+    def __init__(self, items: Any) -> None:
+        self.items = items
+
+    def recall(self, context: RecallContext) -> Any:
+        return self.items
+
+
+def test_recall_items_may_be_mappings_with_content_and_id() -> None:
+    provider = Dicts([{"content": "Keyed.", "id": "k"}, {"content": "Unkeyed."}])
+    runtime = docmem.MemoryRuntime([user_slot(provider)])
+    first = runtime.turn_started(turn("t1", ["q0"]))
+    assert shown(first.messages) == ["q0", "[user] Keyed.", "[user] Unkeyed."]
+    assert records(first.messages)[0].item_key == item_key("k")
+    # keyed supersession works the same as for objects
+    provider.items = [{"content": "Keyed, changed.", "id": "k"}]
+    second = runtime.turn_started(turn("t2", ["q0", "r0"]))
+    assert shown(second.messages) == ["q0", "[user] Unkeyed.", "r0", "[user] Keyed, changed."]
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragment"),
+    [
+        ([{"text": "no content key"}], "is a dict without content"),
+        ([{"content": 5}], "content of type int"),
+        ([{"content": "x", "id": 5}], "an id of type int"),
+        ([("content", "x")], "is a tuple without content"),
+        ({"content": "a lone mapping"}, "returned a dict; recall returns a list of items"),
+        ("a lone string", "returned a str; recall returns a list of items"),
+        (42, "returned a int"),
+    ],
+)
+def test_a_recall_answer_of_the_wrong_shape_says_what_shape_is_expected(
+    answer: Any, fragment: str
+) -> None:
+    runtime = docmem.MemoryRuntime([user_slot(Dicts(answer))])
+    with pytest.raises(docmem.RecallBatchInvalid) as raised:
+        runtime.turn_started(turn("t1"))
+    assert fragment in str(raised.value)
+    if isinstance(answer, list):
+        assert "a mapping with those keys" in str(raised.value)
+    assert len(runtime.ledger) == 0
+
+
+# -- several compactions in one turn --------------------------------------------------------------
+
+
+def test_a_second_compaction_in_one_turn_recalls_afresh(store: docmem.Backend) -> None:
+    provider = Counting(docmem.FileMemory(store))
+    runtime = docmem.MemoryRuntime([user_slot(provider)])
+    started = runtime.turn_started(turn("t1", []))
+    started.dispatch("user__save_memory", {"text": "First fact."}, call_id="c1")
+
+    runtime.compaction_requested(turn("t1", [*started.messages, "q", "r"]))
+    first = runtime.compaction_completed(turn("t1", ["summary one"]))
+    assert contents(first) == [rendered("user", "0: First fact.")]
+
+    started.dispatch("user__save_memory", {"text": "Second fact."}, call_id="c2")
+    runtime.compaction_requested(turn("t1", [*first, "q", "r"]))
+    recalls = len(provider.recalls)
+    second = runtime.compaction_completed(turn("t1", ["summary two"]))
+    assert len(provider.recalls) == recalls + 1
+    assert contents(second) == [rendered("user", "0: First fact.", "1: Second fact.")]
+    assert second[1:] == ["summary two"]
+
+    # The same compaction delivered again is still a replay: no recall, the same answer.
+    assert runtime.compaction_completed(turn("t1", ["summary two"])) == second
+    assert len(provider.recalls) == recalls + 1
+
+
+def test_a_second_compaction_with_identical_history_and_a_batch_that_changed() -> None:
+    # Two compactions of one turn with different results must not collide in the ledger
+    # (a different batch under one operation id is refused).
+    provider = Scripted([Recalled("v1", "doc")], [Recalled("v2", "doc")], [Recalled("v3", "doc")])
+    runtime = docmem.MemoryRuntime([user_slot(provider)])
+    runtime.turn_started(turn("t1", []))
+    assert shown(runtime.compaction_completed(turn("t1", ["s1"]))) == ["[user] v2", "s1"]
+    assert shown(runtime.compaction_completed(turn("t1", ["s2"]))) == ["[user] v3", "s2"]
+    assert [context.boundary for context in provider.contexts] == [
+        "turn_started",
+        "compaction_completed",
+        "compaction_completed",
+    ]
+    assert len({context.operation_id for context in provider.contexts}) == 3
+
+
+def test_a_history_without_a_repr_still_compacts() -> None:
+    class NoRepr:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    provider = Scripted([Recalled("v1", "doc")], [Recalled("v2", "doc")])
+    runtime = docmem.MemoryRuntime([user_slot(provider)])
+    runtime.turn_started(turn("t1", []))
+    message = NoRepr()
+    assert runtime.compaction_completed(turn("t1", [message]))[1:] == [message]
+    assert len(provider.contexts) == 2
+
+
+# -- a cancelled turn -----------------------------------------------------------------------------
+
+
+def cancelled_turn(
+    operation_id: str, history: Sequence[Any] = (), cancel: threading.Event | None = None
+) -> docmem.TurnContext:
+    event = cancel or threading.Event()
+    if cancel is None:
+        event.set()
+    base = turn(operation_id, history)
+    return dataclasses.replace(
+        base, scope_context=dataclasses.replace(base.scope_context, cancel=event)
+    )
+
+
+def test_every_boundary_of_a_cancelled_turn_fails_before_any_provider(
+    store: docmem.Backend,
+) -> None:
+    resolved: list[ScopeContext] = []
+
+    def resolver(context: ScopeContext) -> Any:
+        resolved.append(context)
+        return docmem.by_principal(context)
+
+    provider = Counting(docmem.FileMemory(store))
+    capture = Capturing()
+    runtime = docmem.MemoryRuntime(
+        [
+            docmem.MemorySlot("user", provider, scope=resolver, namespace=NS),
+            docmem.MemorySlot("notes", capture, scope="s", namespace=NS),
+        ]
+    )
+    boundaries = [
+        runtime.turn_started,
+        runtime.compaction_requested,
+        runtime.compaction_completed,
+        runtime.turn_completed,
+    ]
+    for boundary in boundaries:
+        with pytest.raises(docmem.Cancelled) as raised:
+            boundary(cancelled_turn("t1", ["q"]))
+        assert raised.value.code == "cancelled"
+        assert raised.value.outcome == "not_committed"
+    assert (resolved, provider.recalls, provider.tool_calls, capture.captured) == ([], [], [], [])
+    assert len(runtime.ledger) == 0
+    assert not list(store.keys())
+
+
+def test_tool_calls_of_a_turn_cancelled_later_are_refused(store: docmem.Backend) -> None:
+    memory = docmem.FileMemory(store)
+    runtime = docmem.MemoryRuntime([user_slot(memory)])
+    event = threading.Event()
+    started = runtime.turn_started(cancelled_turn("t1", [], event))
+    assert started.dispatch("user__save_memory", {"text": "Before."}, call_id="c1") == (
+        docmem.ToolResult("Saved as memory 0.")
+    )
+    event.set()
+    for arguments in ({"text": "After."}, "[" * 100_000):
+        result = started.dispatch("user__save_memory", arguments, call_id="c2")
+        assert result.is_error
+        assert "cancelled" in result.text
+    scope = docmem.lock_scope(namespace=NS, scope=("user", "auth0", "", "alice"))
+    document = memory.bind(scope, slot="user").read()
+    assert document is not None
+    assert document.revision == 1
+
+
+def test_every_provider_context_carries_the_turns_cancel_event() -> None:
+    event = threading.Event()
+    provider = Counting(StaticTools())
+    capture = Capturing()
+    runtime = docmem.MemoryRuntime(
+        [user_slot(provider), docmem.MemorySlot("notes", capture, scope="s", namespace=NS)]
+    )
+    context = cancelled_turn("t1", ["q"], event)
+    runtime.turn_started(context)
+    runtime.compaction_requested(context)
+    runtime.compaction_completed(dataclasses.replace(context, history=["summary"]))
+    runtime.turn_completed(context)
+    contexts = [*provider.recalls, *provider.tool_calls, *capture.captured]
+    assert len(contexts) == 5
+    assert all(seen.cancel is event for seen in contexts)
+    # no cancel event: the contexts say so
+    runtime.turn_started(turn("t2", ["q"]))
+    assert provider.recalls[-1].cancel is None
+    assert provider.tool_calls[-1].cancel is None

@@ -262,6 +262,27 @@ def test_by_principal_is_none_without_a_principal() -> None:
     assert docmem.by_principal(ScopeContext()) is None
 
 
+@pytest.mark.parametrize("blank", ["", " ", "\t\n", "\u00a0", "\u3000"])
+def test_by_principal_is_none_for_a_blank_id(blank: str) -> None:
+    principal = docmem.Principal("user", "auth0", blank)
+    assert docmem.by_principal(ScopeContext(principal=principal)) is None
+    slot = docmem.MemorySlot("user", Provider(), scope=docmem.by_principal, namespace="n")
+    assert locked(slot, ScopeContext(principal=principal)) is None
+
+
+def test_by_principal_keeps_an_id_with_surrounding_whitespace() -> None:
+    principal = docmem.Principal("user", "auth0", " u_1 ")
+    assert docmem.by_principal(ScopeContext(principal=principal)) == ("user", "auth0", "", " u_1 ")
+
+
+@pytest.mark.parametrize("blank", [" ", "\t", "\u3000"])
+def test_a_blank_namespace_fails_the_lock_never_a_shared_key(blank: str) -> None:
+    for namespace in (blank, lambda context: blank):
+        slot = docmem.MemorySlot("user", Provider(), scope="u", namespace=namespace)
+        with pytest.raises(docmem.InvalidScope, match="blank"):
+            locked(slot)
+
+
 def test_an_issuer_or_not_gives_distinct_scopes() -> None:
     with_issuer = docmem.Principal("user", "okta", "u_1", issuer="https://a")
     without = docmem.Principal("user", "okta", "u_1")

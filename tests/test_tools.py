@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import docmem
-from docmem.tools import check_slot_name, mutation_id_for, qualify
+from docmem.tools import check_slot_name, dispatch_call, mutation_id_for, qualify
 
 
 def stored(mem: docmem.BoundMemory) -> bytes | None:
@@ -165,3 +165,101 @@ def test_bind_checks_slot_name(store: docmem.Backend, scope: docmem.LockedScope)
         docmem.FileMemory(store).bind(scope, slot="bad__slot")
     with pytest.raises(docmem.InvalidArgument):
         docmem.FileMemory(store).bind("not a scope", slot="user")  # type: ignore[arg-type]
+
+
+# -- arguments the model (or a host) should never be able to crash a call with ----------------
+
+
+class Unreadable(dict):  # type: ignore[type-arg]
+    """A mapping whose keys cannot even be listed."""
+
+    def __iter__(self) -> Any:
+        raise RuntimeError("a hostile mapping")
+
+
+MIXED_KEYS: list[tuple[Any, str]] = [
+    ({"text": "x", 1: "a", "b": 2}, "unexpected argument 'b'"),
+    (
+        {"text": "x", 1: "a", (2, 3): "b"},
+        "unexpected argument whose name is not a plain identifier",
+    ),
+    ({"text": "x", None: 1, 2.5: 2, b"k": 3}, "not a plain identifier"),
+    ({"text": "x", "z" * 10_000: 1}, "not a plain identifier"),
+    ({"text": "x", "two words": 1}, "not a plain identifier"),
+    (Unreadable(text="x"), "could not be read"),
+]
+
+
+@pytest.mark.parametrize(("arguments", "fragment"), MIXED_KEYS)
+def test_extra_keys_of_any_type_are_an_error_result(
+    mem: docmem.BoundMemory, arguments: Any, fragment: str
+) -> None:
+    result = mem.tools()["user__save_memory"].call(arguments, call_id="c", session_id="s")
+    assert result.is_error
+    assert fragment in result.text
+    assert len(result.text) < 300
+    assert stored(mem) is None
+
+
+DEEP = 100_000
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * DEEP + "]" * DEEP,
+        '{"text": ' + "[" * DEEP + "]" * DEEP + "}",
+        '{"text": "x", "extra": ' + '{"a": ' * DEEP + "1" + "}" * DEEP + "}",
+        ("[" * DEEP).encode(),
+    ],
+    ids=["array", "in text", "in an extra", "bytes, unclosed"],
+)
+def test_json_nested_past_the_parser_limit_is_an_error_result(
+    mem: docmem.BoundMemory, text: str | bytes
+) -> None:
+    result = dispatch_call(mem.tools(), "user__save_memory", text, call_id="c", session_id="s")
+    assert result.is_error
+    assert result.text.startswith("Invalid call to user__save_memory: ")
+    assert len(result.text) < 300
+    assert stored(mem) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("{not json", "arguments are not JSON"),
+        (b"\xff\xfe", "arguments are not JSON"),
+        ('{"index": ' + "9" * 5000 + "}", "arguments are not JSON"),
+        ('"a string"', "must be a JSON object"),
+        ("", "missing required argument"),
+    ],
+)
+def test_dispatch_call_answers_bad_json_text(
+    mem: docmem.BoundMemory, text: str | bytes, fragment: str
+) -> None:
+    result = dispatch_call(mem.tools(), "user__remove_memory", text)
+    assert result.is_error
+    assert fragment in result.text
+
+
+@pytest.mark.parametrize("name", [None, 3, ["user__save_memory"], "x" * 500, "no such tool"])
+def test_dispatch_call_answers_an_unknown_or_unhashable_name(
+    mem: docmem.BoundMemory, name: Any
+) -> None:
+    result = dispatch_call(mem.tools(), name, {"text": "x"})
+    assert result.is_error
+    assert result.text.startswith("Unknown tool")
+    assert "user__remove_memory, user__save_memory" in result.text
+    assert len(result.text) < 300
+    assert stored(mem) is None
+
+
+def test_dispatch_call_runs_a_good_call(mem: docmem.BoundMemory) -> None:
+    tools = mem.tools()
+    assert dispatch_call(
+        tools, "user__save_memory", '{"text": "Tea."}', call_id="c", session_id="s"
+    )
+    assert dispatch_call(tools, "user__save_memory", {"text": "Tea."}) == docmem.ToolResult(
+        "Already saved as memory 0."
+    )
+    assert mem.inspect("s/c") == docmem.MutationRecord("save", "saved", 0, 1)

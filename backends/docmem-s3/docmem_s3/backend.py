@@ -6,6 +6,10 @@ it. Conditional PUTs run with botocore's retries off (a resent PUT may already
 have landed) and short timeouts, inside docmem's own bounded loop; a timeout
 or a connection lost after the request went out is ``WriteOutcomeUnknown``,
 which :class:`docmem.FileMemory` settles through the document's journal.
+Every failure of a client call, whatever library raised it, becomes a docmem
+error (:func:`docmem_s3.errors.transport_failure`), and an answer without a
+well-formed ETag is refused, never used as a version
+(:func:`docmem_s3.errors.etag_of`).
 
 Reads of a key seen before send ``If-None-Match: <etag>``: an unchanged
 document costs a 304 with no body, served from a small per-process cache.
@@ -16,22 +20,14 @@ bucket, prefix), the store must show that it honours the conditions
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import (
-    BotoCoreError,
-    ClientError,
-    ConnectTimeoutError,
-    EndpointConnectionError,
-    NoCredentialsError,
-    NoRegionError,
-    PartialCredentialsError,
-    ProxyConnectionError,
-)
+from botocore.exceptions import ClientError, NoRegionError
 
 from docmem.backend import Backend, LruCache, PerProcess, Stored, check_key, url_options
 from docmem.errors import (
@@ -42,14 +38,23 @@ from docmem.errors import (
     WriteOutcomeUnknown,
 )
 
-from .errors import MISSING, NOT_MODIFIED, Operation, answer, classify
+from .errors import (
+    MISSING,
+    NOT_MODIFIED,
+    Operation,
+    ProtocolViolation,
+    answer,
+    classify,
+    etag_of,
+    transport_failure,
+    usable_etag,
+)
 from .probe import verify_once
 
 __all__ = ["S3Backend", "normalize_etag"]
 
 CONTENT_TYPE = "text/markdown; charset=utf-8"
 _SUFFIX = ".md"
-_NOT_SENT = (EndpointConnectionError, ConnectTimeoutError, ProxyConnectionError)
 _SSE_MODES = {"AES256", "aws:kms", "aws:kms:dsse"}
 _OPTION_NAMES = (
     "endpoint_url",
@@ -61,6 +66,10 @@ _OPTION_NAMES = (
     "max_attempts",
     "cache_size",
 )
+#: A per-request hour is plenty (far above it, a socket timeout overflows time_t).
+_MAX_SECONDS = 3600.0
+#: botocore would keep retrying a dead store for hours with an unbounded count.
+_MAX_ATTEMPTS = 100
 
 
 def normalize_etag(etag: str) -> str:
@@ -105,22 +114,22 @@ class S3Backend(Backend):
     ) -> None:
         if not bucket:
             raise StoreNotConfigured("the s3:// URL names no bucket: use s3://bucket/prefix")
+        sse = _text(sse, "sse")
+        sse_kms_key_id = _text(sse_kms_key_id, "sse_kms_key_id")
         if sse is not None and sse not in _SSE_MODES:
             raise StoreNotConfigured("sse must be AES256, aws:kms or aws:kms:dsse")
         if sse_kms_key_id and sse is None:
             sse = "aws:kms"
         self.bucket = bucket
         self.prefix = prefix.strip("/")
-        self.endpoint_url = endpoint_url
-        self.region = region
+        self.endpoint_url = _text(endpoint_url, "endpoint_url")
+        self.region = _text(region, "region")
         self.sse = sse
         self.sse_kms_key_id = sse_kms_key_id
-        self.connect_timeout = float(connect_timeout)
-        self.read_timeout = float(read_timeout)
-        self.max_attempts = int(max_attempts)
-        self.cache_size = int(cache_size)
-        if self.connect_timeout <= 0 or self.read_timeout <= 0 or self.max_attempts < 1:
-            raise StoreNotConfigured("s3 timeouts must be positive and max_attempts at least 1")
+        self.connect_timeout = _seconds(connect_timeout, "connect_timeout")
+        self.read_timeout = _seconds(read_timeout, "read_timeout")
+        self.max_attempts = _whole(max_attempts, "max_attempts", least=1, most=_MAX_ATTEMPTS)
+        self.cache_size = _whole(cache_size, "cache_size", least=0)
         self._session = session
         self._given_client = client
         self._cache: LruCache[Stored] = LruCache(self.cache_size)
@@ -140,23 +149,21 @@ class S3Backend(Backend):
             raise StoreNotConfigured(
                 f"unknown s3:// options: {', '.join(unknown)} (known: {', '.join(_OPTION_NAMES)})"
             )
-        try:
-            return cls(
-                parts.netloc,
-                parts.path,
-                endpoint_url=merged.get("endpoint_url") or None,
-                region=merged.get("region") or None,
-                sse=merged.get("sse") or None,
-                sse_kms_key_id=merged.get("sse_kms_key_id") or None,
-                connect_timeout=float(merged.get("connect_timeout", 2.0)),
-                read_timeout=float(merged.get("read_timeout", 5.0)),
-                max_attempts=int(merged.get("max_attempts", 3)),
-                cache_size=int(merged.get("cache_size", 1024)),
-                session=session,
-                client=client,
-            )
-        except ValueError:
-            raise StoreNotConfigured("s3:// timeouts and counts must be numbers") from None
+        # Each option is checked (and a URL's text converted) by __init__, named in its error.
+        return cls(
+            parts.netloc,
+            parts.path,
+            endpoint_url=merged.get("endpoint_url"),
+            region=merged.get("region"),
+            sse=merged.get("sse"),
+            sse_kms_key_id=merged.get("sse_kms_key_id"),
+            connect_timeout=merged.get("connect_timeout", 2.0),
+            read_timeout=merged.get("read_timeout", 5.0),
+            max_attempts=merged.get("max_attempts", 3),
+            cache_size=merged.get("cache_size", 1024),
+            session=session,
+            client=client,
+        )
 
     # -- identity --------------------------------------------------------------
 
@@ -245,9 +252,14 @@ class S3Backend(Backend):
                 self._cache.drop(key)
                 return None
             raise self._error(result, "read", exc) from None
-        except BotoCoreError as exc:
-            raise _unavailable("read", exc) from None
-        stored = Stored(data=data, version=str(response["ETag"]))
+        except Exception as exc:  # the client call is the boundary: see transport_failure
+            raise transport_failure("read", exc) from None
+        try:
+            version = etag_of(response, "read")
+        except ProtocolViolation:
+            self._cache.drop(key)
+            raise
+        stored = Stored(data=bytes(data), version=version)
         self._cache.put(key, stored)
         return stored
 
@@ -263,7 +275,11 @@ class S3Backend(Backend):
 
     def write(self, key: str, data: bytes, *, expected: str | None) -> str:
         object_key = self.object_key(key)
-        verify_once(self)
+        verify_once(self)  # first: an unreachable store is unavailable, never a conflict
+        if expected is not None and not usable_etag(expected):
+            # Never sent: an empty If-Match is no condition on some servers, and a token
+            # that is no ETag cannot be the version of anything this store holds.
+            raise VersionConflict("the s3 update names a version that is not an ETag")
         _, writer = self.clients()
         request: dict[str, Any] = {
             "Bucket": self.bucket,
@@ -291,16 +307,26 @@ class S3Backend(Backend):
                     self._contended.clear()  # bounded; forgetting only costs one 412 later
                 self._contended.add(key)
             raise self._error(result, operation, exc) from None
-        except _NOT_SENT as exc:
-            raise _unavailable(operation, exc) from None
-        except (NoCredentialsError, PartialCredentialsError) as exc:
-            raise _unavailable(operation, exc) from None
-        except BotoCoreError as exc:
+        except Exception as exc:  # the client call is the boundary: see transport_failure
+            self._cache.drop(key)
+            raise transport_failure(operation, exc) from None
+        return self._written(key, data, response, operation)
+
+    def _written(self, key: str, data: bytes, response: Any, operation: Operation) -> str:
+        """The version a write's 200 answer names; without a usable one the outcome is unknown.
+
+        The server says it stored the bytes but gives no version to condition the
+        next write on: the provider settles the write through the journal, like
+        a lost answer, and reads the version afresh.
+        """
+        etag = response.get("ETag")
+        if not usable_etag(etag):
             self._cache.drop(key)
             raise WriteOutcomeUnknown(
-                f"the s3 {operation} may or may not have landed ({type(exc).__name__})"
-            ) from None
-        version = str(response["ETag"])
+                f"the s3 {operation} was answered without a well-formed ETag (the store "
+                "breaks the S3 protocol): it may have landed, and its version is unknown"
+            )
+        version = str(etag)
         self._cache.put(key, Stored(data=bytes(data), version=version))
         return version
 
@@ -314,24 +340,41 @@ class S3Backend(Backend):
             result = self._classify("delete", exc)
             if result != MISSING:
                 raise self._error(result, "delete", exc) from None
-        except BotoCoreError as exc:
-            raise _unavailable("delete", exc) from None
+        except Exception as exc:  # the client call is the boundary: see transport_failure
+            raise transport_failure("delete", exc) from None
 
     def keys(self) -> Iterator[str]:
-        reader, _ = self.clients()
         prefix = f"{self.prefix}/" if self.prefix else ""
+        for page in self._pages(prefix):
+            for item in page.get("Contents", ()):
+                name = item.get("Key") if isinstance(item, dict) else None
+                if not isinstance(name, str):
+                    raise ProtocolViolation("the s3 list answer names an object without a key")
+                if not name.startswith(prefix):
+                    continue  # not asked for: never taken for a document of this store
+                name = name[len(prefix) :]
+                if "/" not in name and name.endswith(_SUFFIX):
+                    yield name[: -len(_SUFFIX)]
+
+    def _pages(self, prefix: str) -> Iterator[dict[str, Any]]:
+        """The listing's pages, each fetch's failure a docmem error (the consumer's are not)."""
+        reader, _ = self.clients()
         try:
-            for page in reader.get_paginator("list_objects_v2").paginate(
-                Bucket=self.bucket, Prefix=prefix
-            ):
-                for item in page.get("Contents", ()):
-                    name = str(item["Key"])[len(prefix) :]
-                    if "/" not in name and name.endswith(_SUFFIX):
-                        yield name[: -len(_SUFFIX)]
-        except ClientError as exc:
-            raise self._error(self._classify("list", exc), "list", exc) from None
-        except BotoCoreError as exc:
-            raise _unavailable("list", exc) from None
+            pages = iter(
+                reader.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
+            )
+        except Exception as exc:  # the client call is the boundary: see transport_failure
+            raise transport_failure("list", exc) from None
+        while True:
+            try:
+                page = next(pages)
+            except StopIteration:
+                return
+            except ClientError as exc:
+                raise self._error(self._classify("list", exc), "list", exc) from None
+            except Exception as exc:  # the client call is the boundary: see transport_failure
+                raise transport_failure("list", exc) from None
+            yield page
 
     def close(self) -> None:
         clients = self._clients.reset()
@@ -360,10 +403,52 @@ class S3Backend(Backend):
         return StoreUnavailable(f"the s3 {operation} failed (HTTP {status}, {code})")
 
 
-def _unavailable(operation: str, exc: BotoCoreError) -> DocmemError:
-    if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
-        return StoreNotConfigured(
-            "no usable AWS credentials: configure the standard AWS chain "
-            "(environment, shared config, instance role) or pass a boto3 session"
+def _text(value: object, option: str) -> str | None:
+    """A text option: ``None`` (or blank, as a URL spells "not given") or a string."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise StoreNotConfigured(f"the s3 option {option} must be text")
+    return value
+
+
+def _seconds(value: object, option: str) -> float:
+    """A timeout: a finite number of seconds above 0 (a URL gives it as text).
+
+    ``None``, NaN or infinity would fail every request (or overflow the socket)
+    later, far from the mistake; a bool is a typo for a number.
+    """
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            value = None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not 0 < value <= _MAX_SECONDS
+    ):
+        raise StoreNotConfigured(
+            f"the s3 option {option} must be a number of seconds above 0 and at most "
+            f"{_MAX_SECONDS:g}"
         )
-    return StoreUnavailable(f"the s3 {operation} could not reach the store ({type(exc).__name__})")
+    return float(value)
+
+
+def _whole(value: object, option: str, *, least: int, most: int | None = None) -> int:
+    """A count: a whole number in ``[least, most]`` (a URL gives it as text; never a bool)."""
+    if isinstance(value, str):
+        try:
+            value = int(value)
+        except ValueError:
+            value = None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < least
+        or (most is not None and value > most)
+    ):
+        bound = f"from {least} to {most}" if most is not None else f"of at least {least}"
+        raise StoreNotConfigured(f"the s3 option {option} must be a whole number {bound}")
+    return value

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from botocore.exceptions import ClientError
 
 from docmem.errors import StoreUnavailable, VersionConflict, WriteOutcomeUnknown
 from docmem_s3 import normalize_etag
-from docmem_s3.errors import MISSING, NOT_MODIFIED, RULES, classify
+from docmem_s3.errors import (
+    MISSING,
+    NOT_MODIFIED,
+    RULES,
+    UNREADABLE,
+    answer,
+    classify,
+    usable_etag,
+)
 
 CASES = [
     # (operation, code, status, expected)
@@ -14,6 +25,10 @@ CASES = [
     ("read", "NoSuchKey", 404, MISSING),
     ("read", "", 404, MISSING),
     ("read", "NoSuchBucket", 404, StoreUnavailable),
+    ("read", UNREADABLE, 404, StoreUnavailable),
+    ("delete", UNREADABLE, 404, StoreUnavailable),
+    ("update", UNREADABLE, 404, VersionConflict),
+    ("create", UNREADABLE, 412, VersionConflict),
     ("read", "AccessDenied", 403, StoreUnavailable),
     ("read", "InternalError", 500, StoreUnavailable),
     ("create", "PreconditionFailed", 412, VersionConflict),
@@ -71,3 +86,54 @@ def test_every_rule_is_exercised() -> None:
 )
 def test_normalize_etag(raw: str, normal: str) -> None:
     assert normalize_etag(raw) == normal
+
+
+@pytest.mark.parametrize(
+    ("code", "headers", "read_as"),
+    [
+        ("NoSuchKey", {"content-length": "120"}, "NoSuchKey"),
+        ("NoSuchBucket", {"content-length": "120"}, "NoSuchBucket"),
+        # botocore's code when the announced body did not parse: the bare status
+        ("404", {"content-length": "120"}, UNREADABLE),
+        ("404", {"transfer-encoding": "chunked"}, UNREADABLE),
+        ("404", {"Content-Length": "7"}, UNREADABLE),
+        # no body at all: the status is all there is
+        ("404", {"content-length": "0"}, "404"),
+        ("404", {}, "404"),
+    ],
+)
+def test_answer_tells_an_unreadable_body_from_none(
+    code: str, headers: dict[str, Any], read_as: str
+) -> None:
+    error = ClientError(
+        {
+            "Error": {"Code": code},
+            "ResponseMetadata": {"HTTPStatusCode": 404, "HTTPHeaders": headers},
+        },
+        "GetObject",
+    )
+    assert answer(error) == (read_as, 404)
+
+
+@pytest.mark.parametrize(
+    ("etag", "usable"),
+    [
+        ('"abc"', True),
+        ('"0123456789abcdef0123456789abcdef-2"', True),
+        ('W/"abc"', True),  # well formed; whether the server matches it is the probe's question
+        ('"', False),
+        ('""', False),
+        ('W/""', False),
+        ("", False),
+        ("abc", False),
+        ('"abc', False),
+        ('"a"b"', False),
+        ('"a b"', False),
+        (' "abc"', False),
+        ("*", False),
+        (None, False),
+        (b'"abc"', False),
+    ],
+)
+def test_usable_etag(etag: object, usable: bool) -> None:
+    assert usable_etag(etag) is usable

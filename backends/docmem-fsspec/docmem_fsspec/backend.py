@@ -6,27 +6,28 @@ Each key is a folder of immutable objects, ``<root>/<key>/<rev:016x>.md``
 refuses the loser of a race, so no update is lost. Reading lists the folder
 and fetches the newest object.
 
-Revision names must never be created twice, or a stale writer's create of a
-deleted name would "succeed" while its object is not the newest. Three rules
-(DESIGN section 4) keep that from going unnoticed:
-
-1. A write is based only on a version this process saw as the newest within
-   ``max_staleness`` seconds; an older or unknown one is checked by a listing
-   first and is a :class:`VersionConflict` unless it is still the newest.
-2. Garbage collection deletes a version only when it is not among the newest
-   ``retain`` and its successor is more than ``grace`` seconds older than the
-   newest object, by the store's clock. ``purge_history`` and ``delete`` free
-   names at once, but leave a marker above them first.
-3. After every create the folder is listed again: a marker at or above the new
-   version, the new version missing, or more than ``grace`` seconds since the
-   base version was seen make the outcome :class:`WriteOutcomeUnknown`, which
-   :class:`docmem.FileMemory` settles through the document's journal.
+Garbage collection frees the names of old versions, and a writer that still
+aims at a freed name would re-create it below the newest version. So each
+version records the version it was built on (its revision and the digest of
+its object), and after every create the folder is listed again: the write
+counts only if its object is the newest, or the version above it was built on
+it. A create that landed below the newest version is a
+:class:`VersionConflict` (its object is garbage no reader picks); one that
+cannot be judged (a purge or delete ran meanwhile, or the versions around it
+are gone) is :class:`WriteOutcomeUnknown`, which :class:`docmem.FileMemory`
+settles through the document's journal. No clock takes part in that decision:
+the store's timestamps only pace garbage collection (a version goes once it
+is not among the newest ``retain`` and its successor is more than ``grace``
+seconds older than the newest object), and ``max_staleness`` only saves a
+create that is bound to be refused (a version seen longer ago is confirmed by
+a listing first).
 """
 
 from __future__ import annotations
 
 import collections
 import logging
+import math
 import os
 import time
 from collections.abc import Iterator
@@ -47,6 +48,7 @@ from docmem.backend import (
 )
 from docmem.errors import (
     DocmemError,
+    DocumentCorrupt,
     StoreBusy,
     StoreNotConfigured,
     StoreUnavailable,
@@ -54,8 +56,21 @@ from docmem.errors import (
     WriteOutcomeUnknown,
 )
 
-from .commitlog import Entry, Kind, Listing, Verdict, object_name, parse_version
+from .commitlog import (
+    Entry,
+    Envelope,
+    Kind,
+    Listing,
+    Parent,
+    Verdict,
+    digest,
+    object_name,
+    parse_version,
+    unwrap,
+    wrap,
+)
 from .dialects import Dialect, dialect_for
+from .marker import require_store
 
 __all__ = ["FsspecBackend", "Revision"]
 
@@ -64,7 +79,14 @@ logger = logging.getLogger("docmem_fsspec")
 #: Schemes served directly; anything else is ``fsspec+<protocol>://``.
 DIRECT_SCHEMES = ("gs", "gcs", "az", "abfs", "abfss")
 _LOCAL_PROTOCOLS = ("file", "local")
-_OPTION_NAMES = ("retain", "grace", "max_staleness", "assume_atomic_create", "cache_size")
+_OPTION_NAMES = (
+    "retain",
+    "grace",
+    "max_staleness",
+    "assume_atomic_create",
+    "cache_size",
+    "create",
+)
 #: A store that keeps whole seconds may round a timestamp down by up to this much.
 _TIMESTAMP_SLACK = 1.0
 #: Listings in a row that may each find their newest object collected before it is read.
@@ -90,6 +112,7 @@ class Revision(msgspec.Struct, frozen=True):
     version: str
     #: The store's timestamp of the object, seconds since the epoch (``None`` if it has none).
     modified: float | None
+    #: The document's bytes (the envelope line of the object not counted).
     size: int
 
 
@@ -97,6 +120,8 @@ class _Seen(msgspec.Struct, frozen=True):
     stored: Stored
     #: ``time.monotonic()`` when the request that showed it as the newest was sent.
     since: float
+    #: The digest of its whole object: what a version built on it records as its parent.
+    digest: str
 
 
 class FsspecBackend(Backend):
@@ -108,11 +133,13 @@ class FsspecBackend(Backend):
     (default 8), ``grace`` seconds before a superseded version may be collected
     (default 600), ``max_staleness`` seconds a seen version may be written on
     without a new listing (default 60, less than ``grace``),
-    ``assume_atomic_create`` (default false) and ``cache_size`` (default 1,024
-    keys). Every other option goes to the filesystem (``endpoint_url``,
-    ``account_name``, ...); URL query values are strings, so pass typed ones as
-    keywords. Keep secrets in the environment the implementation reads:
-    :attr:`options` carries storage options along when the store is pickled.
+    ``assume_atomic_create`` (default false), ``cache_size`` (default 1,024
+    keys) and, for ``fsspec+file://`` only, ``create`` (default false: the
+    root must already be a store). Every other option goes to the filesystem
+    (``endpoint_url``, ``account_name``, ...); URL query values are strings, so
+    pass typed ones as keywords. Keep secrets in the environment the
+    implementation reads: :attr:`options` carries storage options along when
+    the store is pickled.
     """
 
     shared_between_processes = True
@@ -129,36 +156,31 @@ class FsspecBackend(Backend):
         max_staleness: float = 60.0,
         assume_atomic_create: bool = False,
         cache_size: int = 1024,
+        create: bool = False,
         storage_options: dict[str, Any] | None = None,
     ) -> None:
         self.protocol = protocol
         self.scheme = scheme or f"fsspec+{protocol}"
-        self.retain = int(retain)
-        self.grace = float(grace)
-        self.max_staleness = float(max_staleness)
-        self.assume_atomic_create = bool(assume_atomic_create)
-        self.cache_size = int(cache_size)
+        self.retain = _whole(retain, "retain", minimum=1, why="the newest version always stays")
+        self.grace = _seconds(grace, "grace")
+        self.max_staleness = _seconds(max_staleness, "max_staleness")
+        self.cache_size = _whole(cache_size, "cache_size", minimum=0, why="keys remembered")
+        self.assume_atomic_create = url_flag(assume_atomic_create, option="assume_atomic_create")
+        self.create = url_flag(create, option="create")
         self.storage_options = dict(storage_options or {})
-        if self.retain < 1:
-            raise StoreNotConfigured("retain must be at least 1: the newest version always stays")
-        if not 0 < self.max_staleness < self.grace:
-            raise StoreNotConfigured("max_staleness must be positive and less than grace")
-        try:
-            fs_class = fsspec.get_filesystem_class(protocol)
-        except (ImportError, ValueError) as exc:
-            extra = _EXTRAS.get(protocol)
-            advice = f"pip install 'docmem-fsspec[{extra}]'" if extra else "install it"
-            raise StoreNotConfigured(
-                f"fsspec has no usable implementation of {protocol!r} "
-                f"({type(exc).__name__}): {advice}"
-            ) from None
-        self._fs_class: type[Any] = fs_class
+        if self.max_staleness >= self.grace:
+            raise StoreNotConfigured("max_staleness must be less than grace")
         self._local = protocol in _LOCAL_PROTOCOLS
-        self.root = _root_path(fs_class, root, local=self._local)
+        if self.create and not self._local:
+            raise StoreNotConfigured(
+                "create applies to fsspec+file:// only: make the bucket or container outside docmem"
+            )
+        self._fs_class: type[Any] = _filesystem_class(protocol)
+        self.root = _root_path(self._fs_class, root, local=self._local)
         if not self.root:
             raise StoreNotConfigured(f"the {self.scheme}:// URL names no bucket or folder")
         self._dialect: Dialect = dialect_for(
-            fs_class, assume_atomic_create=self.assume_atomic_create
+            self._fs_class, assume_atomic_create=self.assume_atomic_create
         )
         # The newest version seen per key, and when; an older observation never replaces a newer.
         self._recent: LruCache[_Seen] = LruCache(
@@ -187,24 +209,9 @@ class FsspecBackend(Backend):
         storage = dict(merged.pop("storage_options", None) or {})
         ours = {name: merged.pop(name) for name in _OPTION_NAMES if name in merged}
         storage.update(merged)
-        try:
-            return cls(
-                protocol,
-                parts.netloc + parts.path,
-                scheme=scheme,
-                retain=int(ours.get("retain", 8)),
-                grace=float(ours.get("grace", 600.0)),
-                max_staleness=float(ours.get("max_staleness", 60.0)),
-                assume_atomic_create=url_flag(
-                    ours.get("assume_atomic_create", False), option="assume_atomic_create"
-                ),
-                cache_size=int(ours.get("cache_size", 1024)),
-                storage_options=storage,
-            )
-        except ValueError:
-            raise StoreNotConfigured(
-                "retain, grace, max_staleness and cache_size are numbers"
-            ) from None
+        return cls(
+            protocol, parts.netloc + parts.path, scheme=scheme, **ours, storage_options=storage
+        )
 
     # -- identity --------------------------------------------------------------
 
@@ -214,14 +221,16 @@ class FsspecBackend(Backend):
 
     @property
     def options(self) -> dict[str, Any]:
-        return {
+        ours: dict[str, Any] = {
             "retain": self.retain,
             "grace": self.grace,
             "max_staleness": self.max_staleness,
             "assume_atomic_create": self.assume_atomic_create,
             "cache_size": self.cache_size,
-            **self.storage_options,
         }
+        if self.create:
+            ours["create"] = True
+        return {**ours, **self.storage_options}
 
     def folder(self, key: str) -> str:
         """Where the objects of ``key`` live: ``<root>/<key>``."""
@@ -257,7 +266,6 @@ class FsspecBackend(Backend):
     # -- the Backend contract --------------------------------------------------
 
     def read(self, key: str) -> Stored | None:
-        reader, _ = self.filesystems()
         for _attempt in range(_ATTEMPTS):
             listing, since = self._list(key)
             current = listing.current
@@ -266,19 +274,17 @@ class FsspecBackend(Backend):
                 return None
             seen = self._recent.get(key)
             if seen is not None and seen.stored.version == current.name:
-                # A version name is never current twice, so its bytes are the ones we have;
-                # and nobody wrote since this process did: the key is no longer contended.
-                stored = seen.stored
+                # The newest version's name is never re-created (only names below the newest
+                # are freed), so its bytes are the ones we have; and nobody wrote since this
+                # process did: the key is no longer contended.
                 self._contended.discard(key)
-            else:
-                try:
-                    data = self._dialect.fetch(reader, current.path)
-                except FileNotFoundError:
-                    continue  # collected since the listing: list again
-                except Exception as exc:
-                    raise _unavailable("read", exc) from None
-                stored = Stored(data=data, version=current.name)
-            self._recent.put(key, _Seen(stored=stored, since=since))
+                self._recent.put(key, _Seen(stored=seen.stored, since=since, digest=seen.digest))
+                return seen.stored
+            fetched = self._fetch(current.path, current.name)
+            if fetched is None:
+                continue  # collected since the listing: list again
+            stored, identity = fetched
+            self._recent.put(key, _Seen(stored=stored, since=since, digest=identity))
             return stored
         raise StoreUnavailable(f"the newest version kept vanishing over {_ATTEMPTS} listings")
 
@@ -297,47 +303,34 @@ class FsspecBackend(Backend):
         folder = self.folder(key)
         payload = bytes(data)
         if expected is None:
-            listing, since = self._list(key)
+            listing, _ = self._list(key)
             if listing.current is not None:
                 raise VersionConflict("create-only write, but the key exists")
-            revision = listing.top + 1
+            revision, parent = listing.top + 1, None
         else:
-            since = self._seen_since(key, expected)
-            revision = _revision_of(expected) + 1
+            parent = self._base(key, expected)
+            revision = parent.revision + 1
+        blob = wrap(payload, parent)
+        identity = digest(blob)
+        self._require_store(writing=True)
         _, writer = self.filesystems()
         started = time.monotonic()
         try:
-            self._dialect.create(writer, f"{folder}/{object_name(revision)}", payload)
+            self._dialect.create(writer, f"{folder}/{object_name(revision)}", blob)
         except VersionConflict:
-            self._recent.drop(key)
-            if len(self._contended) >= self.cache_size:
-                self._contended.clear()  # bounded; forgetting costs one refused create later
-            self._contended.add(key)
+            self._mark_contended(key)
             raise
         except WriteOutcomeUnknown:
             self._recent.drop(key)
             raise
-        try:
-            listing, _ = self._list(key)
-        except StoreUnavailable:
-            self._recent.drop(key)
-            raise WriteOutcomeUnknown(
-                "the version was created, but listing the key to confirm it failed"
-            ) from None
-        if time.monotonic() - since >= self.grace or listing.verdict(revision) is Verdict.UNKNOWN:
-            self._recent.drop(key)
-            raise WriteOutcomeUnknown(
-                "the version was created, but a concurrent delete or purge, or a pause longer "
-                "than the grace period, leaves open whether it is the current one"
-            )
+        listing = self._confirm(key, revision, identity)
         version = object_name(revision)
         if listing.versions[-1].revision == revision:
-            self._recent.put(
-                key, _Seen(stored=Stored(data=payload, version=version), since=started)
-            )
+            stored = Stored(data=payload, version=version)
+            self._recent.put(key, _Seen(stored=stored, since=started, digest=identity))
         else:
-            self._recent.drop(key)
-        self._collect(listing.expired(retain=self.retain, grace=self.grace + _TIMESTAMP_SLACK))
+            self._recent.drop(key)  # committed, and already built on: not the newest any more
+        self._collect(key, listing)
         return version
 
     def delete(self, key: str) -> None:
@@ -354,6 +347,7 @@ class FsspecBackend(Backend):
                 tombstone = top.revision
             else:
                 tombstone = listing.top + 1
+                self._require_store(writing=True)
                 try:
                     self._dialect.create(
                         writer, f"{folder}/{object_name(tombstone, Kind.TOMBSTONE)}", b""
@@ -386,6 +380,7 @@ class FsspecBackend(Backend):
             return
         _, writer = self.filesystems()
         marker = f"{folder}/{object_name(current.revision, Kind.PURGE)}"
+        self._require_store(writing=True)
         try:
             self._dialect.create(writer, marker, b"")
         except VersionConflict:
@@ -397,6 +392,8 @@ class FsspecBackend(Backend):
         self._remove(older)
 
     def keys(self) -> Iterator[str]:
+        if not self._require_store(writing=False):
+            return
         reader, _ = self.filesystems()
         try:
             found = reader.find(self.root, detail=True)
@@ -418,39 +415,40 @@ class FsspecBackend(Backend):
                 yield key
 
     def history(self, key: str) -> list[Revision]:
-        """The retained versions of ``key``, oldest first (the current one last).
+        """The retained versions of ``key`` that the current one descends from, oldest first.
 
         What an operator needs to see what a memory looked like before a
-        change; read one with :meth:`read_version`. Empty after a delete.
+        change; read one with :meth:`read_version`. It follows the parent
+        each version records, from the current one down, so an object a stale
+        writer left below the newest version (garbage) is not shown; a version
+        written by the previous release (which records no parent) is taken to
+        follow the one below it. Empty after a delete.
         """
         listing, _ = self._list(key)
-        current = listing.current
-        if current is None:
-            return []
-        return [
-            Revision(
-                revision=entry.revision,
-                version=entry.name,
-                modified=entry.modified,
-                size=entry.size,
-            )
-            for entry in listing.versions
-            if entry.revision <= current.revision
-        ]
+        entry = listing.current
+        chain: list[Revision] = []
+        expected: str | None = None  # the digest the next version down must have
+        while entry is not None:
+            fetched = self._fetch_object(entry.path)
+            if fetched is None or (expected is not None and digest(fetched) != expected):
+                break  # collected meanwhile, or not the version its successor was built on
+            envelope, data = unwrap(fetched)
+            chain.append(_revision(entry, len(data)))
+            if envelope is None:  # the previous format records no parent: the one below
+                expected, entry = None, listing.find(entry.revision - 1)
+            elif envelope.parent is None or envelope.parent.revision >= entry.revision:
+                break
+            else:
+                expected, entry = envelope.parent.digest, listing.find(envelope.parent.revision)
+        return chain[::-1]
 
     def read_version(self, key: str, version: str) -> Stored | None:
         """The bytes of one retained version, or ``None`` once it is collected or purged."""
         folder = self.folder(key)
         if parse_version(version) is None:
             return None
-        reader, _ = self.filesystems()
-        try:
-            data = self._dialect.fetch(reader, f"{folder}/{version}")
-        except FileNotFoundError:
-            return None
-        except Exception as exc:
-            raise _unavailable("read", exc) from None
-        return Stored(data=data, version=version)
+        fetched = self._fetch(f"{folder}/{version}", version)
+        return None if fetched is None else fetched[0]
 
     def close(self) -> None:
         self._filesystems.reset()
@@ -460,8 +458,10 @@ class FsspecBackend(Backend):
     def _list(self, key: str) -> tuple[Listing, float]:
         """The key's objects, and ``time.monotonic()`` from before the request was sent."""
         folder = self.folder(key)
-        reader, _ = self.filesystems()
         since = time.monotonic()
+        if not self._require_store(writing=False):
+            return Listing(()), since  # a store to be created: nothing in it yet
+        reader, _ = self.filesystems()
         try:
             infos = self._dialect.list_folder(reader, folder)
         except FileNotFoundError:
@@ -477,21 +477,100 @@ class FsspecBackend(Backend):
             infos = []
         return Listing.from_infos(infos, folder=folder), since
 
-    def _seen_since(self, key: str, expected: str) -> float:
-        """When ``expected`` was last seen as the newest (rule 1), listing once if need be."""
+    def _fetch_object(self, path: str) -> bytes | None:
+        """A whole object (envelope included); ``None`` once it is gone."""
+        reader, _ = self.filesystems()
+        try:
+            return self._dialect.fetch(reader, path)
+        except FileNotFoundError:
+            return None
+        except Exception as exc:
+            raise _unavailable("read", exc) from None
+
+    def _fetch(self, path: str, version: str) -> tuple[Stored, str] | None:
+        """A version as a read returns it, and the digest of its object; ``None`` if gone."""
+        blob = self._fetch_object(path)
+        if blob is None:
+            return None
+        _, data = unwrap(blob)
+        return Stored(data=data, version=version), digest(blob)
+
+    def _base(self, key: str, expected: str) -> Parent:
+        """The version a write on ``expected`` builds on, as its successor will record it.
+
+        ``expected`` must be the newest version: seen as such within
+        ``max_staleness``, or confirmed by a listing now (else VersionConflict).
+        """
         seen = self._recent.get(key)
-        if (
-            seen is not None
-            and seen.stored.version == expected
-            and time.monotonic() - seen.since < self.max_staleness
-        ):
-            return seen.since
-        listing, since = self._list(key)
+        if seen is not None and seen.stored.version != expected:
+            seen = None
+        if seen is not None and time.monotonic() - seen.since < self.max_staleness:
+            return Parent(revision=_revision_of(expected), digest=seen.digest)
+        listing, _ = self._list(key)
         current = listing.current
         if current is None or current.name != expected:
             self._recent.drop(key)
             raise VersionConflict("the expected version is not the current one")
-        return since
+        if seen is not None:  # the newest name is never re-created: the object seen is it
+            return Parent(revision=current.revision, digest=seen.digest)
+        fetched = self._fetch(current.path, current.name)
+        if fetched is None:
+            raise VersionConflict("the expected version is not the current one")
+        return Parent(revision=current.revision, digest=fetched[1])
+
+    def _confirm(self, key: str, revision: int, identity: str) -> Listing:
+        """List after a create, and raise unless the created version is committed."""
+        try:
+            listing, _ = self._list(key)
+            envelope = self._envelope_of(listing.successor(revision))
+        except StoreUnavailable:
+            self._recent.drop(key)
+            raise WriteOutcomeUnknown(
+                "the version was created, but listing the key to confirm it failed"
+            ) from None
+        verdict = listing.verdict(revision, identity, envelope)
+        if verdict is Verdict.COMMITTED:
+            return listing
+        if verdict is Verdict.NOT_COMMITTED:
+            self._mark_contended(key)  # others wrote past the version this process had
+            raise VersionConflict(
+                "the version name had been freed and was created below the newest version; "
+                "nobody reads it"
+            )
+        self._recent.drop(key)
+        raise WriteOutcomeUnknown(
+            "the version was created, but a concurrent delete or purge, or versions collected "
+            "around it, leave open whether the current one descends from it"
+        )
+
+    def _envelope_of(self, entry: Entry | None) -> Envelope | None:
+        """What ``entry`` records as its parent; ``None`` if gone, damaged or of the old format."""
+        if entry is None:
+            return None
+        blob = self._fetch_object(entry.path)
+        if blob is None:
+            return None
+        try:
+            return unwrap(blob)[0]
+        except DocumentCorrupt:
+            return None  # a damaged successor says nothing about this write
+
+    def _mark_contended(self, key: str) -> None:
+        self._recent.drop(key)
+        if len(self._contended) >= self.cache_size:
+            self._contended.clear()  # bounded; forgetting costs one refused create later
+        self._contended.add(key)
+
+    def _require_store(self, *, writing: bool) -> bool:
+        """Whether the store exists (``False``: it may be created, and is not yet).
+
+        A local root must carry the marker (see :mod:`docmem_fsspec.marker`);
+        elsewhere the bucket or container is checked where a missing one could
+        pass for an empty key.
+        """
+        if not self._local:
+            return True
+        return require_store(self.root, create=self.create, writing=writing)
 
     def _require_root(self) -> None:
         """A missing key is fine; a missing bucket, container or root folder is not."""
@@ -515,14 +594,71 @@ class FsspecBackend(Backend):
             except Exception as exc:
                 raise _unavailable("delete", exc) from None
 
-    def _collect(self, expired: list[Entry]) -> None:
-        """Best-effort garbage collection after a write: failures are only logged."""
+    def _collect(self, key: str, listing: Listing) -> None:
+        """Best-effort garbage collection after a write: failures are only logged.
+
+        Old versions and purge markers go by the store's timestamps, and so do
+        temporary files a crashed local create left behind.
+        """
+        grace = self.grace + _TIMESTAMP_SLACK
+        leftovers = [leftover.path for leftover in listing.stale_leftovers(grace=grace)]
+        if leftovers:
+            reader, _ = self.filesystems()
+            swept = self._dialect.sweep(reader, leftovers)
+            logger.debug("docmem-fsspec: swept %d temporary files of %s", swept, key)
+        expired = listing.expired(retain=self.retain, grace=grace)
         if not expired:
             return
         try:
             self._remove(expired)
         except StoreUnavailable as exc:
             logger.debug("garbage collection stopped: %s", exc.message)
+
+
+def _filesystem_class(protocol: str) -> type[Any]:
+    try:
+        return fsspec.get_filesystem_class(protocol)  # type: ignore[no-any-return]
+    except (ImportError, ValueError) as exc:
+        extra = _EXTRAS.get(protocol)
+        advice = f"pip install 'docmem-fsspec[{extra}]'" if extra else "install it"
+        raise StoreNotConfigured(
+            f"fsspec has no usable implementation of {protocol!r} ({type(exc).__name__}): {advice}"
+        ) from None
+
+
+def _whole(value: object, option: str, *, minimum: int, why: str) -> int:
+    """An integer option of at least ``minimum``, from a number or a URL query string."""
+    number: object = value
+    if isinstance(value, str):
+        try:
+            number = int(value.strip())
+        except ValueError:
+            number = None
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        number = int(value)
+    if isinstance(number, bool) or not isinstance(number, int) or number < minimum:
+        raise StoreNotConfigured(f"{option} must be a whole number of at least {minimum} ({why})")
+    return number
+
+
+def _seconds(value: object, option: str) -> float:
+    """A positive, finite number of seconds, from a number or a URL query string."""
+    number: object = value
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            number = None
+    if isinstance(number, bool) or not isinstance(number, (int, float)):
+        raise StoreNotConfigured(f"{option} must be a number of seconds")
+    seconds = float(number)
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise StoreNotConfigured(f"{option} must be a positive, finite number of seconds")
+    return seconds
+
+
+def _revision(entry: Entry, size: int) -> Revision:
+    return Revision(revision=entry.revision, version=entry.name, modified=entry.modified, size=size)
 
 
 def _revision_of(token: str) -> int:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import errno
+import fcntl
 import os
 import uuid
 from importlib.metadata import PackageNotFoundError, version
@@ -90,6 +91,10 @@ class Dialect(abc.ABC):
         """The object's bytes; ``FileNotFoundError`` when it is gone."""
         return bytes(fs.cat_file(path))
 
+    def sweep(self, fs: Any, paths: list[str]) -> int:
+        """Remove temporary files crashed creates left; only the local create makes any."""
+        return 0
+
 
 def _conflict() -> VersionConflict:
     return VersionConflict("the version name was taken: another writer created it first")
@@ -106,7 +111,12 @@ def _unavailable(label: str, exc: BaseException) -> StoreUnavailable:
 
 
 class LocalDialect(Dialect):
-    """Local disk: write and fsync a temporary file, then ``os.link`` it into place."""
+    """Local disk: write and fsync a temporary file, then ``os.link`` it into place.
+
+    The temporary file stays locked (``flock``) from its creation until its
+    name is gone, so :meth:`sweep` can tell a live writer's file from one a
+    crash left behind: the kernel drops the lock of a killed process.
+    """
 
     label = "local"
 
@@ -115,30 +125,61 @@ class LocalDialect(Dialect):
         temporary = os.path.join(folder, f".tmp-{uuid.uuid4().hex}")
         try:
             _make_folder(folder)
-            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(descriptor, view) :]
-                os.fsync(descriptor)
-            finally:
-                os.close(descriptor)
+            descriptor = os.open(
+                temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644
+            )
         except OSError as exc:
-            _remove_quietly(temporary)
             raise _unavailable(self.label, exc) from None
         try:
-            os.link(temporary, path)
-        except FileExistsError:
-            raise _conflict() from None
-        except OSError as exc:
-            raise _unavailable(self.label, exc) from None
+            self._write_and_link(descriptor, temporary, path, data)
         finally:
-            _remove_quietly(temporary)
+            _remove_quietly(temporary)  # while still locked: a sweep never races a live writer
+            os.close(descriptor)
         try:
             _fsync_folder(folder)
         except OSError as exc:
             # Linked but maybe not durable: a crash now could still lose it.
             raise _unknown(self.label, exc) from None
+
+    def _write_and_link(self, descriptor: int, temporary: str, path: str, data: bytes) -> None:
+        """Lock, fill and fsync the temporary file, then link it to ``path`` if that is free.
+
+        A link whose temporary file a sweep removed fails, and nothing is created.
+        """
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view) :]
+            os.fsync(descriptor)
+            os.link(temporary, path)
+        except FileExistsError:
+            raise _conflict() from None
+        except OSError as exc:
+            raise _unavailable(self.label, exc) from None
+
+    def sweep(self, fs: Any, paths: list[str]) -> int:
+        """Remove the temporary files no live writer holds; how many went.
+
+        Each is locked before it is removed: a writer still running holds its
+        lock, and its file is skipped. (Removing it would be safe too: the
+        writer's link would fail and report nothing committed.)
+        """
+        removed = 0
+        for path in paths:
+            try:
+                descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                continue  # gone already, or not ours to touch
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                os.unlink(path)
+                removed += 1
+            except OSError:
+                continue  # locked by a live writer, or removed meanwhile
+            finally:
+                os.close(descriptor)
+        return removed
 
 
 def _make_folder(folder: str) -> None:

@@ -25,6 +25,7 @@ import pytest
 
 import docmem
 from docmem_fsspec import FsspecBackend
+from docmem_fsspec.commitlog import unwrap
 
 STORES = ("local", "localstack", "azurite")
 _LOG_NAME = re.compile(r"[0-9a-f]{16}\.")
@@ -84,8 +85,8 @@ def store_url(store: str, root: Path | None = None) -> str:
     if store == "local":
         assert root is not None
         folder = root / prefix
-        folder.mkdir()
-        return f"fsspec+file://{folder}"
+        folder.mkdir()  # an empty folder: the store's first write marks it as a store
+        return f"fsspec+file://{folder}?create=true"
     if store == "localstack":
         return f"fsspec+s3://{bucket()}/{prefix}?endpoint_url={os.environ['LOCALSTACK_ENDPOINT']}"
     ensure_container()
@@ -177,9 +178,10 @@ class Raw:
         stones = [name for name in self.names(key) if name.endswith(".tombstone")]
         if not versions or (stones and max(stones)[:16] >= max(versions)[:16]):
             return None
-        return self.read(key, max(versions))
+        return unwrap(self.read(key, max(versions)))[1]
 
     def put(self, key: str, data: bytes) -> None:
+        """A new version as the previous release wrote it: bare bytes, no envelope."""
         names = self.names(key)
         top = max((int(name[:16], 16) for name in names if _LOG_NAME.match(name)), default=0)
         self.write(key, f"{top + 1:016x}.md", data)

@@ -14,13 +14,20 @@ from typing import Any
 
 import pytest
 
+from docmem.errors import DocumentCorrupt
 from docmem_fsspec.commitlog import (
     Entry,
+    Envelope,
     Kind,
+    Leftover,
     Listing,
+    Parent,
     Verdict,
+    digest,
     object_name,
     parse_version,
+    unwrap,
+    wrap,
 )
 
 WHEN = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
@@ -426,7 +433,72 @@ def test_find_looks_up_versions_only() -> None:
     assert listing().find(1) is None
 
 
-# --- Listing.verdict -----------------------------------------------------------
+# --- envelopes: what each version records about its parent -------------------
+
+DOC = b'<!-- docmem/1 {"last":-1,"rev":1,"ops":[]} -->\n'
+PARENT = Parent(revision=1, digest=digest(b"the parent object"))
+
+
+@pytest.mark.parametrize("parent", [PARENT, None], ids=["on-a-version", "on-nothing"])
+@pytest.mark.parametrize("data", [DOC, b"", b"\x00\xff binary", wrap(b"nested", PARENT)])
+def test_wrap_and_unwrap_round_trip(parent: Parent | None, data: bytes) -> None:
+    envelope, unwrapped = unwrap(wrap(data, parent))
+    assert envelope == Envelope(parent=parent)
+    assert unwrapped == data
+
+
+def test_the_envelope_is_one_readable_line() -> None:
+    blob = wrap(DOC, PARENT)
+    line, _, rest = blob.partition(b"\n")
+    assert line == (b'<!-- docmem-fsspec/2 {"parent":[1,"' + PARENT.digest.encode() + b'"]} -->')
+    assert rest == DOC
+    assert wrap(DOC, None).startswith(b'<!-- docmem-fsspec/2 {"parent":null} -->\n')
+
+
+@pytest.mark.parametrize("blob", [DOC, b"", b"raw bytes", b"<!-- docmem-fsspec/1 {} -->\n"])
+def test_an_object_of_the_previous_format_reads_as_its_bytes(blob: bytes) -> None:
+    assert unwrap(blob) == (None, blob)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'<!-- docmem-fsspec/2 {"parent":null}',
+        b'<!-- docmem-fsspec/2 {"parent":null} -->',
+        b'<!-- docmem-fsspec/2 {"parent": null} -->\n',
+        b'<!-- docmem-fsspec/2 {"parent":[1,"short"]} -->\n',
+        b'<!-- docmem-fsspec/2 {"parent":[0,"' + PARENT.digest.encode() + b'"]} -->\n',
+        b'<!-- docmem-fsspec/2 {"parent":[1,"' + PARENT.digest.encode() + b'",2]} -->\n',
+        b'<!-- docmem-fsspec/2 {"parent":null,"more":1} -->\n',
+        b"<!-- docmem-fsspec/2 {} -->\n",
+        b"<!-- docmem-fsspec/2 not json -->\n",
+        b'<!-- docmem-fsspec/2 {"parent":"' + b"x" * 300 + b'"} -->\n',
+    ],
+)
+def test_a_damaged_envelope_is_corrupt(line: bytes) -> None:
+    with pytest.raises(DocumentCorrupt):
+        unwrap(line + DOC)
+
+
+def test_a_digest_names_the_whole_object() -> None:
+    first = wrap(b"mine", PARENT)
+    assert digest(first) == digest(bytes(first))
+    assert len(digest(first)) == 43
+    # The same revision on the same parent with other bytes is another object: a
+    # re-created name is told from the original by the digest alone.
+    assert digest(wrap(b"theirs", PARENT)) != digest(first)
+    assert digest(wrap(b"mine", Parent(1, digest(b"another parent")))) != digest(first)
+
+
+# --- Listing.successor and Listing.verdict --------------------------------------
+
+MINE = digest(wrap(b"mine", PARENT))
+THEIRS = digest(wrap(b"theirs", PARENT))
+
+
+def built_on(revision: int, object_digest: str = MINE) -> Envelope:
+    """The envelope of a version built on the one at ``revision`` with that digest."""
+    return Envelope(parent=Parent(revision=revision, digest=object_digest))
 
 
 @pytest.mark.parametrize(
@@ -434,34 +506,124 @@ def test_find_looks_up_versions_only() -> None:
     [
         pytest.param((version(1),), 1, id="only-version"),
         pytest.param((version(1), version(2)), 2, id="newest"),
-        pytest.param((version(2), version(3), version(4)), 2, id="newer-built-on-it"),
         pytest.param((version(1), tombstone(2), version(3)), 3, id="tombstone-below"),
         pytest.param((purge(3), version(3), version(4)), 4, id="purge-below"),
         pytest.param(
-            (tombstone(1), purge(2), version(2), version(3), version(4)), 3, id="markers-below"
+            (tombstone(1), purge(2), version(2), version(3), version(4)), 4, id="markers-below"
         ),
     ],
 )
-def test_verdict_committed(entries: tuple[Entry, ...], created: int) -> None:
-    assert Listing(entries).verdict(created) is Verdict.COMMITTED
+def test_the_newest_version_is_committed_without_a_successor(
+    entries: tuple[Entry, ...], created: int
+) -> None:
+    log = Listing(entries)
+    assert log.successor(created) is None
+    assert log.verdict(created, MINE) is Verdict.COMMITTED
+
+
+@pytest.mark.parametrize("above", [1, 2, 5])
+def test_a_version_built_on_is_committed(above: int) -> None:
+    log = listing(*(version(revision) for revision in range(2, 3 + above)))
+    assert log.successor(2) == version(3)
+    assert log.verdict(2, MINE, built_on(2)) is Verdict.COMMITTED
+
+
+@pytest.mark.parametrize(
+    "successor",
+    [
+        pytest.param(built_on(2, THEIRS), id="another-object-at-that-name"),
+        pytest.param(built_on(1, MINE), id="another-revision"),
+        pytest.param(Envelope(parent=None), id="built-on-nothing"),
+    ],
+)
+def test_a_version_whose_successor_points_elsewhere_is_not_committed(
+    successor: Envelope,
+) -> None:
+    log = listing(version(2), version(3), version(4))
+    assert log.verdict(2, MINE, successor) is Verdict.NOT_COMMITTED
+
+
+def test_the_clock_step_lost_update_is_not_committed() -> None:
+    # Revisions 1 and 2 were collected early (the store's clock stepped); a writer that
+    # still held revision 1 re-created 2 below the newest version, 10. Revision 3 was
+    # built on the original 2, so the re-created one is garbage, whatever the clocks say.
+    original = digest(wrap(b"the original revision 2", PARENT))
+    log = listing(*(version(revision, at=1e9) for revision in range(2, 11)))
+    assert log.current == version(10, at=1e9)
+    assert log.successor(2) == version(3, at=1e9)
+    assert log.verdict(2, MINE, built_on(2, original)) is Verdict.NOT_COMMITTED
+
+
+@pytest.mark.parametrize(
+    ("entries", "created", "successor"),
+    [
+        pytest.param((), 1, built_on(1), id="empty"),
+        pytest.param((version(1), version(3)), 2, built_on(2), id="missing"),
+        pytest.param((version(1), tombstone(2), purge(2)), 2, None, id="only-markers-at-it"),
+        pytest.param((version(3), tombstone(3)), 3, None, id="tombstone-at-it"),
+        pytest.param((version(3), tombstone(5)), 3, None, id="tombstone-above"),
+        pytest.param((version(3), version(4), tombstone(5)), 4, None, id="tombstone-above-newest"),
+        pytest.param((version(3), purge(3)), 3, None, id="purge-at-it"),
+        pytest.param((version(2), version(3), purge(3)), 2, built_on(2), id="purge-above"),
+        pytest.param((purge(1), version(2), tombstone(6), version(7)), 2, None, id="marker-above"),
+        pytest.param((version(2), version(4)), 2, built_on(2), id="gap-above"),
+        pytest.param((version(2), version(3)), 2, None, id="successor-unread-or-old-format"),
+    ],
+)
+def test_verdict_unknown(entries: tuple[Entry, ...], created: int, successor: Envelope) -> None:
+    assert Listing(entries).verdict(created, MINE, successor) is Verdict.UNKNOWN
 
 
 @pytest.mark.parametrize(
     ("entries", "created"),
     [
-        pytest.param((), 1, id="empty"),
         pytest.param((version(1), version(3)), 2, id="missing"),
-        pytest.param((version(1), tombstone(2), purge(2)), 2, id="only-markers-at-it"),
-        pytest.param((version(3), tombstone(3)), 3, id="tombstone-at-it"),
-        pytest.param((version(3), tombstone(5)), 3, id="tombstone-above"),
-        pytest.param((version(3), version(4), tombstone(5)), 4, id="tombstone-above-newest"),
-        pytest.param((version(3), purge(3)), 3, id="purge-at-it"),
-        pytest.param((version(2), version(5), purge(5)), 2, id="purge-above"),
-        pytest.param((purge(1), version(2), tombstone(6), version(7)), 2, id="marker-below-too"),
+        pytest.param((version(2), version(3), purge(3)), 2, id="marker-above"),
+        pytest.param((version(2), version(4)), 2, id="gap-above"),
     ],
 )
-def test_verdict_unknown(entries: tuple[Entry, ...], created: int) -> None:
-    assert Listing(entries).verdict(created) is Verdict.UNKNOWN
+def test_no_successor_is_read_when_it_cannot_decide(
+    entries: tuple[Entry, ...], created: int
+) -> None:
+    assert Listing(entries).successor(created) is None
+
+
+# --- temporary files a crash left ------------------------------------------------
+
+
+def test_listing_keeps_temporary_files_apart_from_the_log() -> None:
+    temporary = f".tmp-{'a' * 32}"
+    infos = [
+        local_record(f"/r/k/{object_name(1)}"),
+        local_record(f"/r/k/{temporary}"),
+        local_record(f"/r/k1/{temporary}"),  # another key's folder
+        local_record("/r/k/.tmp-short"),
+        {"name": f"/r/k/.tmp-{'b' * 32}", "type": "directory", "size": 0},
+    ]
+    log = Listing.from_infos(infos, folder="/r/k")
+    assert [found.revision for found in log.entries] == [1]
+    assert log.leftovers == (Leftover(path=f"/r/k/{temporary}", modified=EPOCH + 0.25),)
+
+
+def leftover(name: str, at: float | None) -> Leftover:
+    return Leftover(path=f"/r/k/.tmp-{name * 32}", modified=at)
+
+
+def test_only_temporary_files_older_than_grace_are_stale() -> None:
+    young, old, exact, unstamped = (
+        leftover("a", YOUNG),
+        leftover("b", OLD),
+        leftover("c", NOW - GRACE),
+        leftover("d", None),
+    )
+    log = Listing([version(1, OLD), version(2, NOW)], [young, old, exact, unstamped])
+    assert log.stale_leftovers(grace=GRACE) == [old]
+
+
+def test_no_temporary_file_is_stale_without_store_timestamps() -> None:
+    log = Listing([version(1, None), version(2, NOW)], [leftover("b", OLD)])
+    assert log.stale_leftovers(grace=GRACE) == []
+    assert Listing([], [leftover("b", OLD)]).stale_leftovers(grace=GRACE) == []
 
 
 # --- Listing.expired -------------------------------------------------------------

@@ -53,7 +53,7 @@ class TestLocal(_FsspecTests):
 
 
 class _ServerTests(_FsspecTests):
-    # Every attempt lists the key's folder twice (read, then rule 3 after the create),
+    # Every attempt lists the key's folder twice (read, then the check after the create),
     # and the folder holds every version younger than the grace period: 8 threads x 25
     # increments take over a minute on LocalStack, so the thread race is 8 x 10 here.
     race_increments = 10

@@ -173,11 +173,23 @@ def _check_text(text: str, line: int) -> None:
 
 def parse(data: bytes) -> MemoryDocument:
     """Parse stored bytes, failing closed with DocumentCorrupt on any deviation."""
+    lines = _lines(data)
+    header = _parse_header(lines[0])
+    entries = _parse_entries(lines[1:], header.last)
+    return MemoryDocument(
+        entries, last=header.last, revision=header.rev, journal=header.ops, fence=header.fence
+    )
+
+
+# Each refusal below is raised after its except block: raised inside it, even
+# ``from None`` keeps the original in __context__, and a UnicodeDecodeError
+# holds the whole stored document (msgspec's errors quote stored fields).
+
+
+def _lines(data: bytes) -> list[str]:
+    """The document's lines without their newlines: UTF-8, ``\n``-terminated, no ``\r``."""
     if len(data) > MAX_DOCUMENT_BYTES:
         raise _corrupt(f"document over {MAX_DOCUMENT_BYTES:,} bytes")
-    # Each refusal is raised after its except block: raised inside it, even
-    # ``from None`` keeps the original in __context__, and a UnicodeDecodeError
-    # holds the whole stored document (msgspec's errors quote stored fields).
     try:
         text: str | None = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -188,11 +200,14 @@ def parse(data: bytes) -> MemoryDocument:
         raise _corrupt("missing final newline")
     if "\r" in text:
         raise _corrupt("carriage return in document")
-    lines = text[:-1].split("\n")
-    header_line = lines[0]
-    if not (header_line.startswith(_HEADER_START) and header_line.endswith(_HEADER_END)):
+    return text[:-1].split("\n")
+
+
+def _parse_header(line: str) -> _Header:
+    """Line 1: ``<!-- docmem/1 {...} -->`` with the JSON in canonical form, then checked."""
+    if not (line.startswith(_HEADER_START) and line.endswith(_HEADER_END)):
         raise _corrupt("line 1 is not a docmem/1 header")
-    raw = header_line[len(_HEADER_START) : -len(_HEADER_END)].encode("utf-8")
+    raw = line[len(_HEADER_START) : -len(_HEADER_END)].encode("utf-8")
     try:
         header: _Header | None = _header_decoder.decode(raw)
     except msgspec.DecodeError:
@@ -202,21 +217,24 @@ def parse(data: bytes) -> MemoryDocument:
     if _encoder.encode(header) != raw:
         raise _corrupt("header is not in canonical form", 1)
     _check_header(header)
+    return header
+
+
+def _parse_entries(lines: list[str], last: int) -> dict[int, str]:
+    """The entry lines (line 2 on): ``<index>: <text>``, indexes ascending, at most ``last``."""
     entries: dict[int, str] = {}
     previous = -1
-    for line_number, line in enumerate(lines[1:], start=2):
+    for line_number, line in enumerate(lines, start=2):
         match = _ENTRY_LINE.fullmatch(line)
         if match is None:
             raise _corrupt("entry line is not '<index>: <text>'", line_number)
         digits, entry_text = match.groups()
-        if len(digits) > 16 or not previous < int(digits) <= header.last:
+        if len(digits) > 16 or not previous < int(digits) <= last:
             raise _corrupt("entry index is not ascending, unique and <= last", line_number)
         previous = int(digits)
         _check_text(entry_text, line_number)
         entries[previous] = entry_text
-    return MemoryDocument(
-        entries, last=header.last, revision=header.rev, journal=header.ops, fence=header.fence
-    )
+    return entries
 
 
 def serialize(document: MemoryDocument) -> bytes:

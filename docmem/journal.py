@@ -15,6 +15,7 @@ from typing import Literal
 
 import msgspec
 
+from .errors import InvalidArgument
 from .keys import encode_str, encode_tuple_header
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "Op",
     "OpOutcome",
     "append",
+    "checked_mutation_id",
     "find",
     "id_digest",
     "request_digest",
@@ -51,6 +53,25 @@ class JournalRecord(msgspec.Struct, array_like=True, frozen=True, forbid_unknown
 def _digest16(data: bytes) -> str:
     raw = hashlib.sha256(data).digest()[:16]
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def checked_mutation_id(mutation_id: str) -> str:
+    """``mutation_id`` if it can be digested: a non-empty string of at most 1,024 UTF-8 bytes.
+
+    The refusal never holds the id: a lone surrogate is reported as invalid
+    UTF-8 after the encoder's error (which quotes the string) is gone.
+    """
+    if not isinstance(mutation_id, str) or not mutation_id:
+        raise InvalidArgument("mutation_id must be a non-empty string")
+    try:
+        size: int | None = len(mutation_id.encode("utf-8"))
+    except UnicodeEncodeError:
+        size = None
+    if size is None:
+        raise InvalidArgument("mutation_id is not valid UTF-8")
+    if size > 1024:
+        raise InvalidArgument("mutation_id is longer than 1,024 bytes")
+    return mutation_id
 
 
 def id_digest(mutation_id: str) -> str:

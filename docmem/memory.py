@@ -1,62 +1,56 @@
 """FileMemory: the bounded-document memory provider.
 
-Each mutation is an optimistic-concurrency loop: read the document, apply the
-change, write it back on the condition that nobody else wrote meanwhile, and
-on a lost race back off (full jitter) and try again within a bounded budget.
-There is never an unconditional write. The journal in the document header
-makes every mutation idempotent under its ``mutation_id`` and lets an
-ambiguous write be settled by reading instead of guessing.
+Each mutation is an optimistic-concurrency loop: read the document, decide
+what it calls for (:mod:`docmem.mutation`), write it back on the condition
+that nobody else wrote meanwhile, and on a lost race back off (full jitter)
+and try again within a bounded budget (:mod:`docmem.retry`). There is never
+an unconditional write. The journal in the document header makes every
+mutation idempotent under its ``mutation_id`` and lets an ambiguous write be
+settled by reading instead of guessing (docs/design.md, section 5).
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
-import functools
 import logging
-import os
 import threading
-import time
-import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from . import journal
-from .backend import Backend, Stored
-from .document import (
-    MAX_DOCUMENT_BYTES,
-    MAX_INDEX,
-    MemoryDocument,
-    new_document,
-    normalize_entry,
-    parse,
-    render_recall,
-    serialize,
-    serialize_shrinking,
-)
+from .backend import Backend, LruCache, Stored
+from .document import MemoryDocument, parse, render_recall
 from .errors import (
     Cancelled,
     DocmemError,
-    IndexExhausted,
     InvalidArgument,
-    LimitExceeded,
     MutationAmbiguous,
-    MutationConflict,
-    ScopeFenced,
-    SecretDetected,
     StoreBusy,
     StoreUnavailable,
     VersionConflict,
     WriteOutcomeUnknown,
 )
-from .journal import JournalRecord, Op
 from .keys import LockedScope, item_key
-from .retry import RetryPolicy
+from .mutation import (
+    Decision,
+    Done,
+    Erase,
+    EraseResult,
+    Mutation,
+    NoOp,
+    Refused,
+    Remove,
+    RemoveResult,
+    Save,
+    SaveResult,
+    Write,
+)
+from .provider import RecallContext, ToolsContext
+from .retry import Attempt, Attempts, RetryPolicy
 from .secrets import SecretFilter, default_secret_filter
-from .slot import RecallContext, ToolsContext
-from .tools import Tool, check_slot_name, qualify_tools
+from .tools import REMOVE_MEMORY, SAVE_MEMORY, Tool, check_slot_name, qualify_tools
 
 __all__ = [
     "BoundMemory",
@@ -74,32 +68,6 @@ DOCUMENT_ID = "document"
 DOCUMENT_ITEM_KEY = item_key(DOCUMENT_ID)
 
 _R = TypeVar("_R")
-
-
-@dataclass(frozen=True)
-class SaveResult:
-    """A committed save (``"saved"``) or an entry that was already there (``"duplicate"``)."""
-
-    status: Literal["saved", "duplicate"]
-    index: int
-    revision: int
-
-
-@dataclass(frozen=True)
-class RemoveResult:
-    """A committed removal (``"removed"``) or an index with no entry (``"absent"``)."""
-
-    status: Literal["removed", "absent"]
-    index: int
-    revision: int
-
-
-@dataclass(frozen=True)
-class EraseResult:
-    """A committed erase (``"erased"``) or a scope with no document (``"absent"``)."""
-
-    status: Literal["erased", "absent"]
-    revision: int
 
 
 @dataclass(frozen=True)
@@ -127,54 +95,6 @@ class RecallMessage:
     scope_key: str
     content: str
     revision: int
-
-
-_parse_caches: weakref.WeakSet[_ParseCache] = weakref.WeakSet()
-
-
-def _reset_parse_caches_after_fork() -> None:
-    for cache in list(_parse_caches):
-        cache.reset_lock()
-
-
-class _ParseCache:
-    """Documents by their exact stored bytes, newest last, at most ``size`` of them.
-
-    ``parse`` is pure and documents are immutable, so an unchanged document
-    read again (every recall, the read before each save) skips the parser.
-    Bounded: ``size`` x 64 KiB at worst.
-    """
-
-    def __init__(self, size: int = 64) -> None:
-        self._size = size
-        self._documents: collections.OrderedDict[bytes, MemoryDocument] = collections.OrderedDict()
-        self._lock = threading.Lock()
-        _parse_caches.add(self)
-
-    def reset_lock(self) -> None:
-        """In a forked child: a lock held by another thread at fork would never be released."""
-        self._lock = threading.Lock()
-
-    def parse(self, data: bytes) -> MemoryDocument:
-        with self._lock:
-            document = self._documents.get(data)
-            if document is not None:
-                self._documents.move_to_end(data)
-                return document
-        document = parse(data)  # a corrupt document raises and is not remembered
-        self.remember(data, document)
-        return document
-
-    def remember(self, data: bytes, document: MemoryDocument) -> None:
-        with self._lock:
-            self._documents[data] = document
-            self._documents.move_to_end(data)
-            while len(self._documents) > self._size:
-                self._documents.popitem(last=False)
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_parse_caches_after_fork)
 
 
 class FileMemory:
@@ -205,7 +125,10 @@ class FileMemory:
         self.max_characters = max_characters
         self.retry = retry or RetryPolicy()
         self.secret_filter = secret_filter
-        self._parsed = _ParseCache()
+        # Documents by their exact stored bytes: ``parse`` is pure and documents
+        # are immutable, so an unchanged document read again (every recall, the
+        # read before each save) skips the parser. At worst 64 x 64 KiB.
+        self._parsed: LruCache[MemoryDocument] = LruCache(64)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # The store pickles as (URL, options); the copy gets its own cache.
@@ -227,6 +150,14 @@ class FileMemory:
             raise InvalidArgument("cancel must be a threading.Event or None")
         return BoundMemory(self, scope, slot, cancel)
 
+    def _parse(self, data: bytes) -> MemoryDocument:
+        """The document ``data`` holds, from the parse cache when these bytes were seen."""
+        document = self._parsed.get(data)
+        if document is None:
+            document = parse(data)  # a corrupt document raises and is not remembered
+            self._parsed.put(data, document)
+        return document
+
     # -- the MemoryProvider protocol (docmem.MemorySlot, docmem.MemoryRuntime) --
 
     def recall(self, context: RecallContext) -> list[RecallMessage]:
@@ -235,7 +166,22 @@ class FileMemory:
 
     def tools(self, context: ToolsContext) -> dict[str, Tool]:
         """``save_memory`` and ``remove_memory`` bound to the turn's locked scope."""
-        return self.bind(context.scope, slot=context.slot, cancel=context.cancel).provider_tools()
+        bound = self.bind(context.scope, slot=context.slot, cancel=context.cancel)
+        return bound.unqualified_tools()
+
+
+@dataclass(frozen=True)
+class _Read:
+    """One attempt's read: what the store answered, parsed, and whether from its cache."""
+
+    stored: Stored | None
+    document: MemoryDocument | None
+    from_cache: bool = False
+
+    @property
+    def version(self) -> str | None:
+        """The version a write over this read expects (``None``: create)."""
+        return self.stored.version if self.stored is not None else None
 
 
 class BoundMemory:
@@ -253,7 +199,6 @@ class BoundMemory:
         self.scope = scope
         self.slot = slot
         self._key = scope.storage_key
-        self._parsed = memory._parsed
         self._cancel = cancel
 
     def __repr__(self) -> str:
@@ -263,22 +208,20 @@ class BoundMemory:
         # A cancel event is process-local (and unpicklable): the copy has none.
         return (BoundMemory, (self._memory, self.scope, self.slot))
 
-    def _cancelled(self) -> bool:
-        return self._cancel is not None and self._cancel.is_set()
-
     # -- reading -----------------------------------------------------------
 
-    def _load(self, *, recent: bool = False) -> tuple[Stored | None, MemoryDocument | None]:
+    def _load(self, *, recent: bool = False) -> _Read:
         stored = _checked_stored(
             self._store.read_recent(self._key) if recent else self._store.read(self._key)
         )
-        return stored, (self._parsed.parse(stored.data) if stored is not None else None)
+        document = self._memory._parse(stored.data) if stored is not None else None
+        return _Read(stored, document, from_cache=recent)
 
     def read(self) -> MemoryDocument | None:
         """The stored document, or ``None`` when the scope has none."""
-        if self._cancelled():
+        if self._cancel is not None and self._cancel.is_set():
             raise Cancelled("the turn was cancelled; memory was not read")
-        return self._load()[1]
+        return self._load().document
 
     def recall(self) -> list[RecallMessage]:
         """``[]`` without a document, else exactly one message with id ``"document"``."""
@@ -302,7 +245,8 @@ class BoundMemory:
         document = self.read()
         if document is None:
             return None
-        record = journal.find(document.journal, journal.id_digest(_checked_id(mutation_id)))
+        digest = journal.id_digest(journal.checked_mutation_id(mutation_id))
+        record = journal.find(document.journal, digest)
         if record is None:
             return None
         return MutationRecord(record.op, record.outcome, record.index, record.rev)
@@ -311,48 +255,22 @@ class BoundMemory:
 
     def save(self, text: str, *, mutation_id: str) -> SaveResult:
         """Save one entry; an identical entry already present is a successful no-op."""
-        with _refused_before_writing():
-            normalized = normalize_entry(text)
-            kind = self._memory.secret_filter(normalized)
-            if kind is not None:
-                raise SecretDetected(
-                    f"the text looks like a credential ({kind}); secrets are not saved as memory"
-                )
-
-        def plan(
-            current: MemoryDocument | None, record: Callable[[int | None], JournalRecord]
-        ) -> tuple[SaveResult, MemoryDocument | None]:
-            doc = current or new_document()
-            existing = doc.index_of(normalized)
-            if existing is not None:
-                return SaveResult("duplicate", existing, doc.revision), None
-            updated = doc.with_entry(normalized, record(doc.last + 1))
-            self._check_characters(doc, updated)
-            return SaveResult("saved", updated.last, updated.revision), updated
-
-        def replay(record: JournalRecord) -> SaveResult:
-            return SaveResult("saved", _index(record), record.rev)
-
-        return self._mutate(mutation_id, "save", normalized, plan, replay)
+        memory = self._memory
+        with _outcome_reported():
+            mutation = Save(
+                text,
+                mutation_id,
+                slot=self.slot,
+                max_characters=memory.max_characters,
+                secret_filter=memory.secret_filter,
+            )
+        return self._mutate(mutation)
 
     def remove(self, index: int, *, mutation_id: str) -> RemoveResult:
         """Remove entry ``index``; an index with no entry is a successful no-op."""
-        with _refused_before_writing():
-            if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-                raise InvalidArgument("index must be a non-negative integer")
-
-        def plan(
-            doc: MemoryDocument | None, record: Callable[[int | None], JournalRecord]
-        ) -> tuple[RemoveResult, MemoryDocument | None]:
-            if doc is None or index not in doc.entries:
-                return RemoveResult("absent", index, doc.revision if doc else 0), None
-            updated = doc.without_entry(index, record(index))
-            return RemoveResult("removed", index, updated.revision), updated
-
-        def replay(record: JournalRecord) -> RemoveResult:
-            return RemoveResult("removed", _index(record), record.rev)
-
-        return self._mutate(mutation_id, "remove", str(index), plan, replay)
+        with _outcome_reported():
+            mutation = Remove(index, mutation_id)
+        return self._mutate(mutation)
 
     def erase(self, *, mutation_id: str) -> EraseResult:
         """Empty the scope's document (right to be forgotten), then purge old versions.
@@ -360,267 +278,113 @@ class BoundMemory:
         The document is rewritten header-only, so the next recall supersedes
         every copy already in a conversation and indexes are never reused.
         """
-
-        def plan(
-            doc: MemoryDocument | None, record: Callable[[int | None], JournalRecord]
-        ) -> tuple[EraseResult, MemoryDocument | None]:
-            if doc is None:
-                return EraseResult("absent", 0), None
-            updated = doc.erased(record(None))
-            return EraseResult("erased", updated.revision), updated
-
-        def replay(record: JournalRecord) -> EraseResult:
-            return EraseResult("erased", record.rev)
-
-        result = self._mutate(mutation_id, "erase", "", plan, replay)
+        with _outcome_reported():
+            mutation = Erase(mutation_id)
+        result = self._mutate(mutation)
         if result.status == "erased":
-            try:
+            with _outcome_reported(committed=True):  # stored; only the purge failed
                 self._store.purge_history(self._key)
-            except DocmemError as exc:
-                exc.outcome = "committed"
-                raise
         return result
 
-    @staticmethod
-    def _plan(
-        document: MemoryDocument | None,
-        plan: Callable[
-            [MemoryDocument | None, Callable[[int | None], JournalRecord]],
-            tuple[_R, MemoryDocument | None],
-        ],
-        record_for: Callable[[int | None], JournalRecord],
-        *,
-        shrinking: bool,
-    ) -> tuple[_R, MemoryDocument | None, bytes]:
-        """Apply one mutation to ``document``: the result, the new document and its bytes.
+    # -- the conflict loop (docs/design.md, section 5) ------------------------
 
-        Raises the refusals (fence, limits, exhausted indexes); a no-op gives no document.
-        A ``shrinking`` change (remove, erase) never fails a limit: it drops old
-        journal records instead, so a full memory can always be made smaller.
-        """
-        if document is not None and document.fence is not None:
-            raise ScopeFenced("this memory is being migrated; changes are refused for now")
-        result, updated = plan(document, record_for)
-        if updated is None:
-            return result, None, b""
-        if shrinking:
-            updated, data = serialize_shrinking(updated)
-        else:
-            data = serialize(updated)
-        if len(data) > MAX_DOCUMENT_BYTES:
-            raise LimitExceeded(
-                f"memory is full: the stored document would be {len(data):,} of at most "
-                f"{MAX_DOCUMENT_BYTES:,} bytes; remove an entry by index first"
-            )
-        return result, updated, data
-
-    def _check_characters(self, before: MemoryDocument, after: MemoryDocument) -> None:
-        maximum = self._memory.max_characters
-        rendered = len(render_recall(after, self.slot))
-        if rendered > maximum:
-            if not before.entries:
-                raise LimitExceeded(
-                    f"this note is too long for this memory: it would render to {rendered:,} "
-                    f"characters, at most {maximum:,} allowed; save a shorter note"
-                )
-            used = len(render_recall(before, self.slot))
-            raise LimitExceeded(
-                f"memory is full: {used:,} of {maximum:,} characters used and this note needs "
-                f"{rendered - used:,}; remove an entry by index first or save a shorter note"
-            )
-
-    def _mutate(
-        self,
-        mutation_id: str,
-        op: Op,
-        arg: str,
-        plan: Callable[
-            [MemoryDocument | None, Callable[[int | None], JournalRecord]],
-            tuple[_R, MemoryDocument | None],
-        ],
-        replay: Callable[[JournalRecord], _R],
-    ) -> _R:
-        """The read-modify-write loop shared by every mutation.
-
-        ``pending`` is the revision an ambiguous write of ours would have
-        produced; it decides what a later read proves (DESIGN section 5).
-        """
-        with _refused_before_writing():
-            id_digest = journal.id_digest(_checked_id(mutation_id))
-        request_digest = journal.request_digest(mutation_id, op, arg)
-        policy = self._memory.retry
-        deadline = time.monotonic() + policy.max_seconds
-        pending: int | None = None
-
-        def recorded(document: MemoryDocument | None) -> JournalRecord | None:
-            """Our own record in ``document``: the mutation already happened."""
-            mine = journal.find(document.journal, id_digest) if document is not None else None
-            if mine is not None and mine.request_digest != request_digest:
-                raise MutationConflict("this mutation id was already used for a different request")
-            return mine
-
-        # The first attempt may start from the store's cached version (one round trip
-        # when nobody else wrote); a no-op decided on it is confirmed on a fresh read.
-        use_recent = self._store.recent_reads_may_be_stale
-        back_off = True
-        cancelled = False
-        try:
-            for attempt in range(policy.max_attempts):
-                if attempt:
-                    if time.monotonic() >= deadline:
-                        break
-                    if back_off:
-                        self._sleep(policy.delay(attempt))
-                if self._cancelled():  # before every attempt, the first included
-                    cancelled = True
-                    break
-                back_off = True
-                from_cache, use_recent = use_recent, False
-                stored, document = self._load(recent=from_cache)
-                if (mine := recorded(document)) is not None:
-                    return replay(mine)
-                if pending is not None:
-                    pending = _settle(document, pending)
-                next_revision = (document.revision if document is not None else 0) + 1
-                record_for = functools.partial(
-                    JournalRecord,
-                    id_digest,
-                    request_digest,
-                    next_revision,
-                    op,
-                    journal.OUTCOME_OF[op],
-                )
-                try:
-                    result, updated, data = self._plan(
-                        document, plan, record_for, shrinking=op != "save"
-                    )
-                except (ScopeFenced, LimitExceeded, IndexExhausted):
-                    if from_cache:  # a refusal decided on a cached copy is confirmed afresh
-                        back_off = False
-                        continue
-                    raise
-                if updated is None:
-                    if from_cache:
-                        back_off = False  # confirm the no-op on a fresh read, at once
-                        continue
+    def _mutate(self, mutation: Mutation[_R]) -> _R:
+        """Read, decide, write; again after a lost race, until the policy's budget is spent."""
+        pending = _PendingWrite()
+        attempts = self._memory.retry.attempts(cancel=self._cancel)
+        with _outcome_reported(pending):
+            for attempt in attempts:
+                read = self._read_for(attempt)
+                result = self._carry_out(mutation.decide(read.document), read, attempt, pending)
+                if result is not None:
                     return result
-                expected = stored.version if stored is not None else None
-                try:
-                    self._store.write(self._key, data, expected=expected)
-                except VersionConflict:
-                    logger.debug("docmem: version conflict on %s, attempt %d", self._key, attempt)
-                    back_off = not from_cache  # a stale cache is no sign of contention
-                    continue
-                except WriteOutcomeUnknown:
-                    logger.info(
-                        "docmem: write outcome unknown on %s at rev %d, reconciling",
-                        self._key,
-                        updated.revision,
-                    )
-                    pending = updated.revision
-                    continue
-                self._parsed.remember(data, updated)
-                return result
-            if cancelled:
-                logger.info("docmem: mutation on %s cancelled", self._key)
-            else:
-                logger.warning("docmem: retry budget exhausted on %s", self._key)
-            if pending is not None:
-                # The budget (or a cancel) stops new writes, not the read that settles the last.
-                document = self._load()[1]
-                if (mine := recorded(document)) is not None:
-                    return replay(mine)
-                pending = _settle(document, pending)
-            if cancelled:
-                if pending is not None:
-                    raise Cancelled(
-                        "the turn was cancelled before this change was confirmed; "
-                        "it may still be applied"
-                    )
-                raise Cancelled("the turn was cancelled; this change was not made")
-            if pending is not None:
-                raise StoreBusy(
-                    "memory did not confirm this change in time and it may still be applied; "
-                    "try again shortly"
-                )
-            raise StoreBusy("memory is busy: other writers kept changing it; try again shortly")
-        except DocmemError as exc:
-            if exc.outcome is None:
-                exc.outcome = "unknown" if pending is not None else "not_committed"
-            raise
+            return self._give_up(mutation, attempts, pending)
 
-    def _sleep(self, seconds: float) -> None:
-        """Back off; a cancel event cuts the wait short (the loop then stops)."""
-        if self._cancel is None:
-            time.sleep(seconds)
+    def _read_for(self, attempt: Attempt) -> _Read:
+        """The document an attempt decides on; the first may come from the store's cache.
+
+        That is one round trip when nobody else wrote; what is decided on a
+        cached copy is confirmed (see :meth:`_carry_out`).
+        """
+        return self._load(recent=attempt.number == 0 and self._store.recent_reads_may_be_stale)
+
+    def _carry_out(
+        self, decision: Decision[_R], read: _Read, attempt: Attempt, pending: _PendingWrite
+    ) -> _R | None:
+        """What a decision on ``read`` comes to: a result, an error, or ``None`` to try again.
+
+        A no-op or a refusal decided on a cached copy is confirmed on a fresh
+        read, at once: a stale cache is no sign of contention.
+        """
+        if isinstance(decision, Done):
+            return decision.result
+        pending.settle(read.document)  # our record is not in it: what does that prove?
+        if read.from_cache and isinstance(decision, (NoOp, Refused)):
+            attempt.retry_at_once()
+            return None
+        if isinstance(decision, Refused):
+            raise decision.error
+        if isinstance(decision, NoOp):
+            return decision.result
+        return self._write(decision, read, attempt, pending)
+
+    def _write(
+        self, write: Write[_R], read: _Read, attempt: Attempt, pending: _PendingWrite
+    ) -> _R | None:
+        """The conditional write over ``read``: its result, or ``None`` to try again."""
+        try:
+            self._store.write(self._key, write.data, expected=read.version)
+        except VersionConflict:
+            logger.debug("docmem: version conflict on %s, attempt %d", self._key, attempt.number)
+            if read.from_cache:
+                attempt.retry_at_once()  # a stale cache is no sign of contention
+            return None
+        except WriteOutcomeUnknown:
+            logger.info(
+                "docmem: write outcome unknown on %s at rev %d, reconciling",
+                self._key,
+                write.document.revision,
+            )
+            pending.wrote(write.document.revision)
+            return None
+        self._memory._parsed.put(write.data, write.document)
+        return write.result
+
+    def _give_up(self, mutation: Mutation[_R], attempts: Attempts, pending: _PendingWrite) -> _R:
+        """No attempt left (budget spent or turn cancelled): settle a pending write, then raise.
+
+        The budget, or a cancel, stops new writes, not the read that settles the last.
+        """
+        if attempts.cancelled:
+            logger.info("docmem: mutation on %s cancelled", self._key)
         else:
-            self._cancel.wait(seconds)
+            logger.warning("docmem: retry budget exhausted on %s", self._key)
+        if pending.revision is not None:
+            document = self._load().document
+            mine = mutation.own_record(document)
+            if mine is not None:
+                return mutation.replay(mine)
+            pending.settle(document)
+        raise _unmade(cancelled=attempts.cancelled, pending=pending.revision is not None)
 
     # -- tools -------------------------------------------------------------
 
     def tools(self) -> dict[str, Tool]:
         """``{"<slot>__save_memory": Tool, "<slot>__remove_memory": Tool}``. No I/O."""
-        return qualify_tools(self.slot, self.provider_tools())
+        return qualify_tools(self.slot, self.unqualified_tools())
 
-    def provider_tools(self) -> dict[str, Tool]:
+    def unqualified_tools(self) -> dict[str, Tool]:
         """The two tools under their unqualified names, for a runtime to qualify."""
-        save_name, remove_name = "save_memory", "remove_memory"
 
-        def save(arguments: Mapping[str, Any], mutation_id: str) -> str:
-            result = self.save(arguments["text"], mutation_id=mutation_id)
-            if result.status == "duplicate":
-                return f"Already saved as memory {result.index}."
-            return f"Saved as memory {result.index}."
+        def save(text: str, mutation_id: str) -> SaveResult:
+            return self.save(text, mutation_id=mutation_id)
 
-        def remove(arguments: Mapping[str, Any], mutation_id: str) -> str:
-            result = self.remove(arguments["index"], mutation_id=mutation_id)
-            if result.status == "absent":
-                return f"Memory {result.index} does not exist; nothing removed."
-            return f"Removed memory {result.index}."
+        def remove(index: int, mutation_id: str) -> RemoveResult:
+            return self.remove(index, mutation_id=mutation_id)
 
         return {
-            save_name: Tool(
-                name=save_name,
-                description=(
-                    f"Save one short, self-contained note to the `{self.slot}` memory, which "
-                    "persists across conversations. Save durable facts and preferences worth "
-                    "remembering; never secrets. Returns the note's index."
-                ),
-                parameters={
-                    "type": "object",
-                    "properties": {
-                        "text": {
-                            "type": "string",
-                            "minLength": 1,
-                            "description": "The note, one line of plain text.",
-                        }
-                    },
-                    "required": ["text"],
-                    "additionalProperties": False,
-                },
-                handler=save,
-            ),
-            remove_name: Tool(
-                name=remove_name,
-                description=(
-                    f"Remove the note with this index from the `{self.slot}` memory, when it is "
-                    "wrong or no longer true. Indexes are shown in the memory message."
-                ),
-                parameters={
-                    "type": "object",
-                    "properties": {
-                        "index": {
-                            "type": "integer",
-                            "minimum": 0,
-                            "maximum": MAX_INDEX,
-                            "description": "The index shown before the note.",
-                        }
-                    },
-                    "required": ["index"],
-                    "additionalProperties": False,
-                },
-                handler=remove,
-            ),
+            SAVE_MEMORY.name: SAVE_MEMORY.bind(self.slot, save),
+            REMOVE_MEMORY.name: REMOVE_MEMORY.bind(self.slot, remove),
         }
 
     # -- async twins -------------------------------------------------------
@@ -652,23 +416,85 @@ class BoundMemory:
         return await asyncio.to_thread(self.erase, mutation_id=mutation_id)
 
 
+class _PendingWrite:
+    """A write of ours whose answer was lost, until a read settles it.
+
+    ``revision`` is the revision it would have made, or ``None``: no such
+    write, or a read proved it never landed. While one is pending, a failure
+    says ``unknown``, never ``not_committed``.
+    """
+
+    def __init__(self) -> None:
+        self.revision: int | None = None
+
+    def wrote(self, revision: int) -> None:
+        """A write that would have made ``revision`` has an unknown outcome."""
+        self.revision = revision
+
+    def settle(self, document: MemoryDocument | None) -> None:
+        """What a read without our own record proves about the pending write.
+
+        Still below its revision: it may yet land, keep it pending (the retry
+        reuses the mutation id). Past it: the record at that revision is
+        another mutation's, so ours never landed; if the journal no longer
+        reaches back that far, nobody can tell, and re-applying could do it twice.
+        """
+        pending = self.revision
+        current = document.revision if document is not None else 0
+        if pending is None or current < pending:
+            return
+        assert document is not None
+        if not any(record.rev == pending for record in document.journal):
+            raise MutationAmbiguous(
+                f"cannot tell whether the write of revision {pending} landed; "
+                "check the memory before retrying"
+            )
+        self.revision = None
+
+
+@contextlib.contextmanager
+def _outcome_reported(
+    pending: _PendingWrite | None = None, *, committed: bool = False
+) -> Iterator[None]:
+    """Give every DocmemError a mutation raises its ``outcome``: did it take effect?
+
+    ``committed`` when the change is stored and only a follow-up failed (an
+    erase's purge); else the error's own, if it has one; else ``unknown`` while
+    a write of ours is pending, ``not_committed`` when nothing of ours can land.
+    """
+    try:
+        yield
+    except DocmemError as exc:
+        if committed:
+            exc.outcome = "committed"
+        elif exc.outcome is None:
+            unknown = pending is not None and pending.revision is not None
+            exc.outcome = "unknown" if unknown else "not_committed"
+        raise
+
+
+def _unmade(*, cancelled: bool, pending: bool) -> DocmemError:
+    """Why a mutation that ran out of attempts was not made (or not confirmed)."""
+    if cancelled and pending:
+        return Cancelled(
+            "the turn was cancelled before this change was confirmed; it may still be applied"
+        )
+    if cancelled:
+        return Cancelled("the turn was cancelled; this change was not made")
+    if pending:
+        return StoreBusy(
+            "memory did not confirm this change in time and it may still be applied; "
+            "try again shortly"
+        )
+    return StoreBusy("memory is busy: other writers kept changing it; try again shortly")
+
+
 def _rebuild_memory(
     store: Backend, max_characters: int, retry: RetryPolicy, secret_filter: SecretFilter
 ) -> FileMemory:
     return FileMemory(
         store, max_characters=max_characters, retry=retry, secret_filter=secret_filter
     )
-
-
-@contextlib.contextmanager
-def _refused_before_writing() -> Iterator[None]:
-    """Mark errors raised before any write was attempted as ``not_committed``."""
-    try:
-        yield
-    except DocmemError as exc:
-        if exc.outcome is None:
-            exc.outcome = "not_committed"
-        raise
 
 
 def _checked_stored(stored: object) -> Stored | None:
@@ -698,44 +524,4 @@ def _checked_stored(stored: object) -> Stored | None:
         return Stored(bytes(data), version)
     raise StoreUnavailable(
         f"the store's read returned {type(data).__name__} data, not bytes; the backend is broken"
-    )
-
-
-def _checked_id(mutation_id: str) -> str:
-    if not isinstance(mutation_id, str) or not mutation_id:
-        raise InvalidArgument("mutation_id must be a non-empty string")
-    try:
-        size: int | None = len(mutation_id.encode("utf-8"))
-    except UnicodeEncodeError:  # a lone surrogate; the error would hold the raw id
-        size = None
-    if size is None:
-        raise InvalidArgument("mutation_id is not valid UTF-8")
-    if size > 1024:
-        raise InvalidArgument("mutation_id is longer than 1,024 bytes")
-    return mutation_id
-
-
-def _index(record: JournalRecord) -> int:
-    assert record.index is not None, "save and remove records always carry an index"
-    return record.index
-
-
-def _settle(document: MemoryDocument | None, pending: int) -> int | None:
-    """After an ambiguous write that would have made revision ``pending``.
-
-    Called only when our own record is not in ``document``. Still below
-    ``pending``: the write may yet land, keep it pending (the retry reuses the
-    mutation id). Past it: the record at ``pending`` belongs to another
-    mutation, so ours never landed; if the journal no longer reaches back that
-    far, nobody can tell, and re-applying could do it twice.
-    """
-    current = document.revision if document is not None else 0
-    if current < pending:
-        return pending
-    assert document is not None
-    if any(record.rev == pending for record in document.journal):
-        return None
-    raise MutationAmbiguous(
-        f"cannot tell whether the write of revision {pending} landed; "
-        "check the memory before retrying"
     )

@@ -1,14 +1,17 @@
-"""The retry budget of docmem's optimistic-concurrency loop."""
+"""The retry budget of docmem's optimistic-concurrency loop, and the attempts it allows."""
 
 from __future__ import annotations
 
 import math
 import random
+import threading
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .errors import InvalidArgument
 
-__all__ = ["RetryPolicy"]
+__all__ = ["Attempt", "Attempts", "RetryPolicy"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,64 @@ class RetryPolicy:
         if attempt <= 0:
             return 0.0
         return random.uniform(0.0, min(self.cap, self.base * 2.0 ** min(attempt, 32)))
+
+    def attempts(self, *, cancel: threading.Event | None = None) -> Attempts:
+        """The attempts of one mutation: ``for attempt in policy.attempts(cancel=...)``."""
+        return Attempts(self, cancel)
+
+
+@dataclass
+class Attempt:
+    """One attempt of a mutation; ``number`` 0 is the first.
+
+    A failed attempt is followed by a back-off unless it calls
+    :meth:`retry_at_once`: a failure that is no sign of contention (a stale
+    cached read) should not wait.
+    """
+
+    number: int
+    back_off: bool = True
+
+    def retry_at_once(self) -> None:
+        """Start the next attempt without backing off."""
+        self.back_off = False
+
+
+class Attempts:
+    """The attempts a :class:`RetryPolicy` allows one mutation, in order.
+
+    Iterating yields an :class:`Attempt` at a time: the first at once, each
+    later one after the previous one's back-off, and none once the attempts
+    or the seconds are spent or ``cancel`` is set (checked before every
+    attempt, the first included; a set event also cuts a back-off short).
+    Afterwards :attr:`cancelled` says whether the cancel is why it stopped.
+    """
+
+    def __init__(self, policy: RetryPolicy, cancel: threading.Event | None) -> None:
+        self._policy = policy
+        self._cancel = cancel
+        self.cancelled = False
+
+    def __iter__(self) -> Iterator[Attempt]:
+        deadline = time.monotonic() + self._policy.max_seconds
+        previous: Attempt | None = None
+        for number in range(self._policy.max_attempts):
+            if previous is not None:
+                if time.monotonic() >= deadline:
+                    return
+                if previous.back_off:
+                    self._sleep(self._policy.delay(number))
+            if self._cancel is not None and self._cancel.is_set():
+                self.cancelled = True
+                return
+            previous = Attempt(number)
+            yield previous
+
+    def _sleep(self, seconds: float) -> None:
+        if self._cancel is None:
+            time.sleep(seconds)
+        else:
+            self._cancel.wait(seconds)
 
 
 def _seconds(name: str, value: object, *, positive: bool) -> None:

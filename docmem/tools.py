@@ -3,22 +3,30 @@
 A :class:`Tool` never raises for the model's mistakes: wrong or extra
 arguments and refused requests come back as a :class:`ToolResult` with
 ``is_error=True`` and a short, content-free sentence the model can act on.
+The memory tools' schemas, descriptions and result sentences are here too
+(:data:`SAVE_MEMORY`, :data:`REMOVE_MEMORY`), next to the checks that read
+them; a provider only binds them to its slot and its actions.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import json
 import re
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from .document import MAX_INDEX
 from .errors import DocmemError, InvalidArgument
 
 __all__ = [
+    "REMOVE_MEMORY",
+    "SAVE_MEMORY",
+    "MemoryTool",
     "Tool",
     "ToolResult",
     "check_slot_name",
@@ -233,3 +241,96 @@ class Tool:
 
     def __call__(self, arguments: object, **kwargs: Any) -> ToolResult:
         return self.call(arguments, **kwargs)
+
+
+class _Indexed(Protocol):
+    """What a memory tool's action returns: a status and the entry's index."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def index(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class MemoryTool:
+    """The static half of a memory tool: name, description, schema and result sentences.
+
+    ``description`` names the slot as ``{slot}``; ``sentences`` holds, by the
+    action's result status, what the model is told, with ``{index}``.
+    ``argument`` is the one argument the action gets.
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    argument: str
+    sentences: Mapping[str, str]
+
+    def bind(self, slot: str, action: Callable[[Any, str], _Indexed]) -> Tool:
+        """A :class:`Tool` running ``action(argument, mutation_id)`` once its schema is met.
+
+        Every tool gets its own copy of the schema: a host that edits one
+        cannot change another's.
+        """
+
+        def handler(arguments: Mapping[str, Any], mutation_id: str) -> str:
+            result = action(arguments[self.argument], mutation_id)
+            return self.sentences[result.status].format(index=result.index)
+
+        description = self.description.format(slot=slot)
+        return Tool(self.name, description, copy.deepcopy(dict(self.parameters)), handler)
+
+
+SAVE_MEMORY = MemoryTool(
+    name="save_memory",
+    description=(
+        "Save one short, self-contained note to the `{slot}` memory, which "
+        "persists across conversations. Save durable facts and preferences worth "
+        "remembering; never secrets. Returns the note's index."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "text": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The note, one line of plain text.",
+            }
+        },
+        "required": ["text"],
+        "additionalProperties": False,
+    },
+    argument="text",
+    sentences={
+        "saved": "Saved as memory {index}.",
+        "duplicate": "Already saved as memory {index}.",
+    },
+)
+
+REMOVE_MEMORY = MemoryTool(
+    name="remove_memory",
+    description=(
+        "Remove the note with this index from the `{slot}` memory, when it is "
+        "wrong or no longer true. Indexes are shown in the memory message."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "index": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": MAX_INDEX,
+                "description": "The index shown before the note.",
+            }
+        },
+        "required": ["index"],
+        "additionalProperties": False,
+    },
+    argument="index",
+    sentences={
+        "removed": "Removed memory {index}.",
+        "absent": "Memory {index} does not exist; nothing removed.",
+    },
+)

@@ -1,4 +1,4 @@
-"""The stored document (DESIGN.md section 3): vectors, strict parsing, normalization, mutation."""
+"""The stored document (docs/design.md, section 3): vectors, parsing, normalization, mutation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The mutation journal (DESIGN.md section 5): digests, lookup and the 32-record bound."""
+"""The mutation journal (docs/design.md, section 5): ids, digests, lookup, the 32-record bound."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from docmem.errors import InvalidArgument
 from docmem.journal import (
     MAX_RECORDS,
     OUTCOME_OF,
     JournalRecord,
     append,
+    checked_mutation_id,
     find,
     id_digest,
     request_digest,
@@ -30,7 +32,7 @@ EXAMPLE = VECTORS["journal_example"]
 DIGEST = re.compile(r"[A-Za-z0-9_-]{22}")
 
 
-# --- an independent reference, written from DESIGN.md section 5 -----------------------------
+# --- an independent reference, written from docs/design.md, section 5 -----------------------
 
 
 def _s(text: str) -> bytes:
@@ -273,3 +275,34 @@ def test_append_property(start: int, extra: int) -> None:
     total = start + extra
     expected = list(range(max(1, total - MAX_RECORDS + 1), total + 1))
     assert [r.rev for r in records] == expected
+
+
+# --- mutation ids ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "mutation_id", ["a", "sess-1/call_abc", "x" * 1024, "é" * 512, "\U0001f600"]
+)
+def test_checked_mutation_id_accepts_up_to_1024_utf8_bytes(mutation_id: str) -> None:
+    assert checked_mutation_id(mutation_id) is mutation_id
+
+
+@pytest.mark.parametrize(
+    ("mutation_id", "fragment"),
+    [
+        ("", "non-empty string"),
+        (None, "non-empty string"),
+        (7, "non-empty string"),
+        (b"bytes", "non-empty string"),
+        ("x" * 1025, "longer than 1,024 bytes"),
+        ("é" * 513, "longer than 1,024 bytes"),
+        ("secret-\ud800", "not valid UTF-8"),
+    ],
+)
+def test_checked_mutation_id_refuses_without_echoing_the_id(
+    mutation_id: Any, fragment: str
+) -> None:
+    with pytest.raises(InvalidArgument, match=fragment) as caught:
+        checked_mutation_id(mutation_id)
+    assert "secret" not in str(caught.value)
+    assert caught.value.__context__ is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import time
 
@@ -11,7 +12,8 @@ from wrappers import ScriptedBackend
 
 import docmem
 from docmem import journal
-from docmem.backends.memory import MemoryBackend
+from docmem.backend import LruCache
+from docmem.backends.inmemory import MemoryBackend
 from docmem.document import (
     MAX_DOCUMENT_BYTES,
     MAX_ENTRY_BYTES,
@@ -23,6 +25,18 @@ from docmem.document import (
 )
 from docmem.errors import VersionConflict
 from docmem.journal import JournalRecord
+from docmem.mutation import (
+    Done,
+    Erase,
+    EraseResult,
+    NoOp,
+    Refused,
+    Remove,
+    RemoveResult,
+    Save,
+    SaveResult,
+    Write,
+)
 
 
 def stored_bytes(mem: docmem.BoundMemory) -> bytes | None:
@@ -1097,3 +1111,225 @@ def test_a_surrogate_mutation_id_is_refused_without_the_id_in_the_chain(
     with pytest.raises(docmem.InvalidArgument) as caught:
         mem.save("a", mutation_id=f"{CANARY}\udc80")
     assert not _carries(caught.value, CANARY)
+
+
+# -- the pieces of the conflict loop ---------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _RecordingPolicy(docmem.RetryPolicy):
+    """A policy that waits not at all and records which attempts it backed off before."""
+
+    backed_off: list[int] = dataclasses.field(default_factory=list)
+
+    def delay(self, attempt: int) -> float:
+        self.backed_off.append(attempt)
+        return 0.0
+
+
+def test_attempts_are_numbered_and_bounded_by_max_attempts() -> None:
+    policy = _RecordingPolicy(max_attempts=4)
+    attempts = policy.attempts()
+    assert [attempt.number for attempt in attempts] == [0, 1, 2, 3]
+    assert policy.backed_off == [1, 2, 3]
+    assert attempts.cancelled is False
+
+
+def test_an_attempt_that_retries_at_once_skips_the_next_back_off() -> None:
+    policy = _RecordingPolicy(max_attempts=4)
+    for attempt in policy.attempts():
+        if attempt.number == 1:
+            attempt.retry_at_once()
+    assert policy.backed_off == [1, 3]
+
+
+def test_attempts_stop_at_the_deadline_but_always_make_the_first() -> None:
+    policy = docmem.RetryPolicy(max_attempts=10**6, max_seconds=0.02, base=0.0, cap=0.0)
+    numbers = []
+    for attempt in policy.attempts():
+        numbers.append(attempt.number)
+        time.sleep(0.03)
+    assert numbers == [0]
+
+
+def test_a_set_cancel_stops_the_attempts_before_the_first() -> None:
+    cancel = threading.Event()
+    cancel.set()
+    attempts = docmem.RetryPolicy().attempts(cancel=cancel)
+    assert list(attempts) == []
+    assert attempts.cancelled is True
+
+
+def test_a_cancel_cuts_a_back_off_short_and_ends_the_attempts() -> None:
+    cancel = threading.Event()
+    attempts = _SlowPolicy().attempts(cancel=cancel)
+    started = time.monotonic()
+    numbers = []
+    for attempt in attempts:
+        numbers.append(attempt.number)
+        threading.Timer(0.05, cancel.set).start()
+    assert numbers == [0]
+    assert attempts.cancelled is True
+    assert time.monotonic() - started < 5
+
+
+def _save(text: str, mutation_id: str = "s", max_characters: int = 4000) -> Save:
+    return Save(
+        text,
+        mutation_id,
+        slot="user",
+        max_characters=max_characters,
+        secret_filter=docmem.default_secret_filter,
+    )
+
+
+def test_a_save_decides_write_noop_refused_or_done() -> None:
+    save = _save("Likes tea.")
+    first = save.decide(None)
+    assert isinstance(first, Write)
+    assert first.result == SaveResult("saved", 0, 1)
+    assert first.data == serialize(first.document)
+    assert parse(first.data) == first.document
+    assert save.decide(first.document) == Done(SaveResult("saved", 0, 1))
+    again = _save("Likes   tea.", mutation_id="s2")
+    assert again.decide(first.document) == NoOp(SaveResult("duplicate", 0, 1))
+    fenced = MemoryDocument({}, fence="mig-1")
+    refused = again.decide(fenced)
+    assert isinstance(refused, Refused)
+    assert isinstance(refused.error, docmem.ScopeFenced)
+    exhausted = again.decide(MemoryDocument({}, last=MAX_INDEX))
+    assert isinstance(exhausted, Refused)
+    assert isinstance(exhausted.error, docmem.IndexExhausted)
+
+
+def test_a_save_over_the_character_limit_is_refused_with_a_hint() -> None:
+    save = _save("A note that does not fit.", max_characters=50)
+    refused = save.decide(None)
+    assert isinstance(refused, Refused)
+    assert isinstance(refused.error, docmem.LimitExceeded)
+    assert "save a shorter note" in str(refused.error)
+
+
+def test_a_reused_mutation_id_is_a_conflict_not_a_decision() -> None:
+    save = _save("first")
+    written = save.decide(None)
+    assert isinstance(written, Write)
+    with pytest.raises(docmem.MutationConflict):
+        Remove(0, "s").decide(written.document)
+
+
+def test_remove_and_erase_decisions() -> None:
+    document = MemoryDocument({0: "a", 2: "b"}, last=2, revision=4)
+    assert Remove(1, "r").decide(document) == NoOp(RemoveResult("absent", 1, 4))
+    assert Remove(1, "r").decide(None) == NoOp(RemoveResult("absent", 1, 0))
+    removed = Remove(2, "r").decide(document)
+    assert isinstance(removed, Write)
+    assert removed.result == RemoveResult("removed", 2, 5)
+    assert dict(removed.document.entries) == {0: "a"}
+    assert Remove(2, "r").decide(removed.document) == Done(RemoveResult("removed", 2, 5))
+    assert Erase("e").decide(None) == NoOp(EraseResult("absent", 0))
+    erased = Erase("e").decide(removed.document)
+    assert isinstance(erased, Write)
+    assert erased.result == EraseResult("erased", 6)
+    assert (dict(erased.document.entries), erased.document.last) == ({}, 2)
+    assert Erase("e").decide(erased.document) == Done(EraseResult("erased", 6))
+
+
+def test_a_shrinking_decision_at_the_cap_drops_old_records_instead_of_refusing() -> None:
+    records = tuple(_record(n, rev=n + 1, index=n + 10) for n in range(3))
+    decision = Remove(0, "r").decide(_document_at_cap(records, revision=3))
+    assert isinstance(decision, Write)
+    assert len(decision.data) <= MAX_DOCUMENT_BYTES
+    assert decision.document.journal[:-1] == records[1:]
+
+
+def test_mutations_check_their_arguments_when_made() -> None:
+    with pytest.raises(docmem.SecretDetected):
+        _save("AKIAIOSFODNN7EXAMPLE")
+    with pytest.raises(docmem.ContentRejected):
+        _save("   ")
+    with pytest.raises(docmem.InvalidArgument, match="index"):
+        Remove(-1, "")  # the index is checked first, as before
+    with pytest.raises(docmem.InvalidArgument, match="mutation_id"):
+        Erase("")
+
+
+def test_an_unchanged_document_is_parsed_once(
+    mem: docmem.BoundMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem.save("kept", mutation_id="s0")
+    parsed: list[bytes] = []
+
+    def counting_parse(data: bytes) -> MemoryDocument:
+        parsed.append(data)
+        return parse(data)
+
+    monkeypatch.setattr("docmem.memory.parse", counting_parse)
+    for _ in range(3):
+        mem.recall()
+    assert parsed == []  # the save's own write was remembered
+    put_document(mem, MemoryDocument({0: "changed"}, last=0, revision=2))
+    mem.recall()
+    mem.recall()
+    assert len(parsed) == 1
+
+
+def test_the_parse_cache_is_a_bounded_lru_cache_that_forgets_nothing_corrupt(
+    mem: docmem.BoundMemory,
+) -> None:
+    cache = mem._memory._parsed
+    assert isinstance(cache, LruCache)
+    corrupt = b"not a document\n"
+    with pytest.raises(docmem.DocumentCorrupt):
+        mem._memory._parse(corrupt)
+    assert cache.get(corrupt) is None
+    for n in range(70):
+        mem._memory._parse(serialize(MemoryDocument({}, revision=n)))
+    assert cache.get(serialize(MemoryDocument({}, revision=0))) is None
+    assert cache.get(serialize(MemoryDocument({}, revision=69))) is not None
+
+
+def test_unqualified_tools_carry_the_bare_names_and_their_own_schemas(
+    mem: docmem.BoundMemory,
+) -> None:
+    tools = mem.unqualified_tools()
+    assert sorted(tools) == ["remove_memory", "save_memory"]
+    assert tools["save_memory"].name == "save_memory"
+    again = mem.unqualified_tools()
+    again["save_memory"].parameters["properties"]["text"]["minLength"] = 0
+    assert tools["save_memory"].parameters["properties"]["text"]["minLength"] == 1
+    assert mem.tools()["user__save_memory"].parameters == tools["save_memory"].parameters
+    assert "`user` memory" in tools["remove_memory"].description
+
+
+def test_the_loop_logs_conflicts_unknown_outcomes_and_exhaustion_without_content(
+    scope: docmem.LockedScope, caplog: pytest.LogCaptureFixture
+) -> None:
+    backend = ScriptedBackend()
+    policy = docmem.RetryPolicy(max_attempts=3, base=0.0, cap=0.0)
+    mem = docmem.FileMemory(backend, retry=policy).bind(scope, slot="user")
+    backend.script = ["conflict", "unsent", "conflict"]
+    with caplog.at_level("DEBUG", logger="docmem"), pytest.raises(docmem.StoreBusy):
+        mem.save(CANARY, mutation_id="s")
+    messages = [record.getMessage() for record in caplog.records]
+    key = scope.storage_key
+    assert messages == [
+        f"docmem: version conflict on {key}, attempt 0",
+        f"docmem: write outcome unknown on {key} at rev 1, reconciling",
+        f"docmem: version conflict on {key}, attempt 2",
+        f"docmem: retry budget exhausted on {key}",
+    ]
+    assert not any(CANARY in message for message in messages)
+
+
+def test_no_function_of_the_provider_is_60_lines_or_longer() -> None:
+    import ast
+    from pathlib import Path
+
+    root = Path(docmem.__file__).parent
+    for name in ("memory.py", "mutation.py", "retry.py", "journal.py", "document.py"):
+        tree = ast.parse((root / name).read_text("utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                assert length < 60, f"{name}: {node.name} is {length} lines"

@@ -12,11 +12,21 @@ can share one store and never lose an update::
     mem = memory.bind(scope, slot="user")
     mem.save("Prefers metric units.", mutation_id="call_abc")
     mem.recall()   # one keyed message with the whole document
+
+The names below are the stable API for applications. For plug-in authors,
+``docmem.backend``, ``docmem.errors`` and ``docmem.testing`` are stable too;
+every other module is an implementation detail. The modules come in three
+layers, each importing only from those before it and ``errors``: storage
+(``backend``, ``registry``, ``options``, ``backends/``), the document and the
+provider (``keys``, ``document``, ``journal``, ``mutation``, ``retry``,
+``secrets``, ``provider``, ``memory``) and host integration (``tools``,
+``slot``, ``recall``, ``runtime``, ``formats``). One import goes the other
+way: ``memory`` builds its tools with ``tools``.
 """
 
 from __future__ import annotations
 
-from .backend import Backend, Stored, open_store, register_backend
+from .backend import Backend, Stored
 from .document import MemoryDocument
 from .errors import (
     Cancelled,
@@ -49,21 +59,18 @@ from .memory import (
     RemoveResult,
     SaveResult,
 )
+from .provider import CaptureContext, MemoryProvider, RecallContext, RecalledItem, ToolsContext
 from .recall import ProjectedRecall, Recalled, RecallLedger, split_recalls
+from .registry import open_store, register_backend
 from .retry import RetryPolicy
 from .runtime import MemoryRuntime, TurnContext, TurnMemory
 from .secrets import default_secret_filter
 from .slot import (
-    CaptureContext,
-    MemoryProvider,
     MemorySlot,
     NamespaceContext,
     Principal,
-    RecallContext,
-    RecalledItem,
     ScopeContext,
     SlotLock,
-    ToolsContext,
     by_principal,
     default_namespace,
 )

@@ -3,9 +3,11 @@
 A backend stores opaque bytes under opaque keys. ``write`` is compare-and-swap:
 ``expected=None`` creates only; otherwise the stored version must still be
 ``expected``. There is no unconditional write. Backends are found by URL
-scheme: ``memory://`` and ``file://`` are built in, other schemes resolve
-through the entry-point group ``docmem.backends`` (a scheme ``a+b`` resolves
-the entry point ``a``).
+scheme (:mod:`docmem.registry`): ``memory://`` and ``file://`` are built in,
+other schemes resolve through the entry-point group ``docmem.backends`` (a
+scheme ``a+b`` resolves the entry point ``a``). ``open_store``,
+``register_backend`` and ``ENTRY_POINT_GROUP`` are importable from here too,
+where plug-ins and applications have always found them.
 """
 
 from __future__ import annotations
@@ -17,51 +19,27 @@ import re
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from importlib import import_module
-from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
-from urllib.parse import parse_qsl, urlsplit
 
 import msgspec
 
-from .errors import InvalidArgument, StoreNotConfigured
+from .errors import InvalidArgument
+from .registry import ENTRY_POINT_GROUP, open_store, register_backend
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "Backend",
+    "ContendedKeys",
     "LruCache",
     "PerProcess",
     "Stored",
     "check_key",
     "open_store",
     "register_backend",
-    "url_flag",
-    "url_options",
 ]
 
-ENTRY_POINT_GROUP = "docmem.backends"
-
-#: Built-in and well-known schemes: ``"module:Class"`` strings, imported on first use.
-_BUILTIN: dict[str, str] = {
-    "memory": "docmem.backends.memory:MemoryBackend",
-    "file": "docmem.backends.local:LocalBackend",
-}
-#: What to install for schemes served by docmem's own plug-in distributions.
-_INSTALL_HINTS: dict[str, str] = {
-    "s3": "docmem-s3",
-    "fsspec": "docmem-fsspec",
-    "gs": "docmem-fsspec",
-    "gcs": "docmem-fsspec",
-    "az": "docmem-fsspec",
-    "abfs": "docmem-fsspec",
-    "abfss": "docmem-fsspec",
-}
-_registered: dict[str, str | type[Backend]] = {}
 _T = TypeVar("_T")
 _V = TypeVar("_V")
-_registry_lock = threading.Lock()
-#: A URL scheme as RFC 3986 spells it; a registration also names no ``+`` part.
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9.-]*")
 #: Every PerProcess and LruCache alive, so a forked child can give each a fresh lock.
 _fork_guarded: weakref.WeakSet[PerProcess[Any] | LruCache[Any]] = weakref.WeakSet()
 
@@ -71,11 +49,9 @@ def _reset_locks_after_fork() -> None:
 
     Only the forking thread survives ``fork``, so a lock held by any other
     thread (one building a client in :meth:`PerProcess.get`, one inside an
-    :class:`LruCache` method or a registration) would stay held forever and
-    the child's first use of that object would deadlock.
+    :class:`LruCache` method) would stay held forever and the child's first
+    use of that object would deadlock. The registry resets its own lock.
     """
-    global _registry_lock
-    _registry_lock = threading.Lock()
     for guarded in list(_fork_guarded):
         guarded._lock = threading.Lock()
 
@@ -88,7 +64,7 @@ class Stored(msgspec.Struct, frozen=True):
 
 
 class Backend(abc.ABC):
-    """A store of versioned blobs; see DESIGN section 4 for the full promise.
+    """A store of versioned blobs; see docs/design.md, section 4, for the full promise.
 
     Subclasses implement ``read``, ``write``, ``delete``, ``keys`` and
     ``from_url``; they must be thread-safe, survive ``fork`` (rebuild clients in
@@ -198,26 +174,28 @@ class PerProcess(Generic[_T]):
 class LruCache(Generic[_V]):
     """A thread-safe map of at most ``size`` keys; the least recently used go first.
 
-    For what a backend remembers per key (the last version it saw). ``keep``,
-    given ``(old, new)``, may refuse a replacement (say, an observation older
-    than the one held). A size of 0 or less remembers nothing.
+    For what a backend remembers per key (the last version it saw), or the
+    provider per stored bytes (the parsed document): keys are ``str`` or
+    ``bytes``. ``keep``, given ``(old, new)``, may refuse a replacement (say,
+    an observation older than the one held). A size of 0 or less remembers
+    nothing.
     """
 
     def __init__(self, size: int, *, keep: Callable[[_V, _V], bool] | None = None) -> None:
         self._size = size
         self._keep = keep
-        self._entries: collections.OrderedDict[str, _V] = collections.OrderedDict()
+        self._entries: collections.OrderedDict[str | bytes, _V] = collections.OrderedDict()
         self._lock = threading.Lock()
         _fork_guarded.add(self)
 
-    def get(self, key: str) -> _V | None:
+    def get(self, key: str | bytes) -> _V | None:
         with self._lock:
             found = self._entries.get(key)
             if found is not None:
                 self._entries.move_to_end(key)
             return found
 
-    def put(self, key: str, value: _V) -> None:
+    def put(self, key: str | bytes, value: _V) -> None:
         if self._size <= 0:
             return
         with self._lock:
@@ -229,125 +207,17 @@ class LruCache(Generic[_V]):
             while len(self._entries) > self._size:
                 self._entries.popitem(last=False)
 
-    def drop(self, key: str) -> None:
+    def drop(self, key: str | bytes) -> None:
         with self._lock:
             self._entries.pop(key, None)
-
-
-def register_backend(scheme: str, target: str | type[Backend], *, clobber: bool = False) -> None:
-    """Register a backend class (or its ``"module:Class"`` path) for a URL scheme.
-
-    Entry points are the normal way for plug-ins; this is for applications and
-    tests. Replacing an existing registration needs ``clobber=True``.
-
-    ``scheme`` is a URL scheme (a letter, then letters, digits, ``.`` or
-    ``-``), matched case-insensitively like the URLs :func:`open_store` gets.
-    A ``+`` is refused: ``a+b://`` resolves through ``a``, so a registration
-    under ``a+b`` could never be found.
-    """
-    if not isinstance(scheme, str) or not _SCHEME.fullmatch(scheme):
-        raise InvalidArgument(
-            "a backend's URL scheme is a letter followed by letters, digits, '.' or '-' "
-            "(register 'a' to serve 'a+b://' URLs)"
-        )
-    scheme = scheme.lower()
-    with _registry_lock:
-        if not clobber and (scheme in _registered or scheme in _BUILTIN):
-            raise InvalidArgument(f"URL scheme {scheme!r} is already registered; pass clobber=True")
-        _registered[scheme] = target
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_locks_after_fork)
 
 
-def _load(target: str | type[Backend]) -> type[Backend]:
-    if isinstance(target, str):
-        module, _, name = target.partition(":")
-        try:
-            loaded = getattr(import_module(module), name)
-        except (ImportError, AttributeError) as exc:
-            raise StoreNotConfigured(
-                f"cannot load the docmem backend {target!r} ({type(exc).__name__}); "
-                "reinstall the package that provides it"
-            ) from exc
-    else:
-        loaded = target
-    if not (isinstance(loaded, type) and issubclass(loaded, Backend)):
-        raise StoreNotConfigured(f"{target!r} is not a docmem Backend class")
-    return loaded
-
-
-def _resolve(scheme: str) -> type[Backend]:
-    entry = scheme.split("+", 1)[0]
-    with _registry_lock:
-        target = _registered.get(entry)
-    if target is not None:
-        return _load(target)
-    if entry in _BUILTIN:
-        return _load(_BUILTIN[entry])
-    found = entry_points(group=ENTRY_POINT_GROUP, name=entry)
-    for point in found:
-        try:
-            loaded = point.load()
-        except ImportError as exc:
-            raise StoreNotConfigured(
-                f"the docmem backend for {entry!r} is installed but cannot be imported "
-                f"({type(exc).__name__}: {exc.name or 'a dependency'}); reinstall it"
-            ) from exc
-        return _load(loaded)
-    hint = _INSTALL_HINTS.get(entry)
-    advice = f"install {hint} (pip install {hint})" if hint else "install a docmem backend for it"
-    raise StoreNotConfigured(
-        f"no docmem backend for URL scheme {entry!r}: {advice}, or use file:///path or memory://"
-    )
-
-
-def open_store(url: str | None, **options: Any) -> Backend:
-    """Open the store a URL names, without any I/O.
-
-    ``file:///abs/path``, ``file://./rel/path`` and ``file:rel/path`` are local
-    directories; ``memory://`` is a private in-process store and
-    ``memory://name`` a named one shared within the process. Other schemes come
-    from installed plug-ins. URL query parameters become options; keyword
-    arguments win over them. ``None`` or an empty URL is an error, never a
-    default store.
-    """
-    if url is None or not str(url).strip():
-        raise StoreNotConfigured(
-            "no memory store configured: pass a URL such as 'file:///var/lib/agent/memory' "
-            "or 'memory://' (an S3 bucket needs docmem-s3)"
-        )
-    scheme = urlsplit(url).scheme
-    if not scheme:
-        raise StoreNotConfigured(
-            "the store URL has no scheme: use 'file:///path', 'file://./path' or 'memory://'"
-        )
-    backend_class = _resolve(scheme.lower())
-    return backend_class.from_url(url, **options)
-
-
 def _reopen(url: str, options: dict[str, Any]) -> Backend:
     return open_store(url, **options)
-
-
-def url_options(url: str, options: dict[str, Any]) -> dict[str, Any]:
-    """The URL's query parameters with keyword ``options`` taking precedence."""
-    merged: dict[str, Any] = dict(parse_qsl(urlsplit(url).query, keep_blank_values=True))
-    merged.update(options)
-    return merged
-
-
-def url_flag(value: object, *, option: str) -> bool:
-    """A yes/no option as a bool: ``True``/``False``, or a URL query string such as ``"true"``."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise StoreNotConfigured(f"{option} must be true or false")
 
 
 def check_key(key: str) -> str:
@@ -358,3 +228,43 @@ def check_key(key: str) -> str:
 
 
 _KEY = re.compile(r"[A-Za-z0-9_-]{1,200}")
+
+
+class ContendedKeys:
+    """Keys another client has been writing, for a backend whose ``read_recent`` uses a cache.
+
+    A conditional write that lost a race adds its key: the cached copy is
+    stale, and a save starting from it would send a write bound to lose again.
+    :meth:`read_recent` then asks the store, until a read finds the cache
+    current again and the backend discards the key. At most ``limit`` keys
+    (at least one): when full it forgets them all, which costs at most one
+    lost write each. No lock: each set operation is atomic, and a race
+    between two of them only forgets a key early.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._limit = max(limit, 1)
+        self._keys: set[str] = set()
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def add(self, key: str) -> None:
+        if len(self._keys) >= self._limit:
+            self._keys.clear()
+        self._keys.add(key)
+
+    def discard(self, key: str) -> None:
+        self._keys.discard(key)
+
+    def read_recent(
+        self,
+        key: str,
+        *,
+        cached: Callable[[str], Stored | None],
+        read: Callable[[str], Stored | None],
+    ) -> Stored | None:
+        """``cached(key)`` if the key is not contended and that has a copy, else ``read(key)``."""
+        check_key(key)
+        found = None if key in self._keys else cached(key)
+        return found if found is not None else read(key)

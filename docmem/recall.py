@@ -3,7 +3,7 @@
 Recalled memory lives here, not in the host framework's history, so that a
 changed memory *replaces* its old copy in the prompt instead of piling up,
 one participant's memory never shows in another's turn, and compaction never
-launders memory into a summary. The rules (DESIGN section 6):
+launders memory into a summary. The rules (docs/design.md, section 6):
 
 - A turn's batch (all slots together) validates completely before anything
   applies; a rejected batch applies nothing, for any slot.

@@ -35,17 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import Cancelled, DocmemError, InvalidArgument, RecallBatchInvalid
+from .provider import Boundary, CaptureBoundary, CaptureContext, RecallContext, ToolsContext
 from .recall import RecallLedger, split_recalls
-from .slot import (
-    Boundary,
-    CaptureBoundary,
-    CaptureContext,
-    MemorySlot,
-    RecallContext,
-    ScopeContext,
-    SlotLock,
-    ToolsContext,
-)
+from .slot import MemorySlot, ScopeContext, SlotLock
 from .tools import Tool, ToolResult, dispatch_call, error_result
 
 __all__ = ["MemoryRuntime", "TurnContext", "TurnMemory"]
@@ -186,7 +178,7 @@ class MemoryRuntime:
 
     # -- the pieces ----------------------------------------------------------
 
-    def _provider(self, name: str) -> MemorySlot:
+    def _slot(self, name: str) -> MemorySlot:
         return next(slot for slot in self.slots if slot.name == name)
 
     def _recall(
@@ -202,7 +194,7 @@ class MemoryRuntime:
         batches: list[tuple[SlotLock, Sequence[Any]]] = []
         cancel = context.scope_context.cancel
         for lock in locks:
-            slot = self._provider(lock.slot)
+            slot = self._slot(lock.slot)
             recall_context = RecallContext(
                 boundary, lock.slot, lock.scope, operation, view, cancel=cancel
             )
@@ -224,7 +216,7 @@ class MemoryRuntime:
     ) -> dict[str, Tool]:
         tools: dict[str, Tool] = {}
         for lock in locks:
-            slot = self._provider(lock.slot)
+            slot = self._slot(lock.slot)
             tools_context = ToolsContext(
                 lock.slot,
                 lock.scope,
@@ -233,7 +225,7 @@ class MemoryRuntime:
                 cancel=context.scope_context.cancel,
             )
             try:
-                tools.update(slot.provider_tools(tools_context))
+                tools.update(slot.qualified_tools(tools_context))
             except Exception as error:
                 logger.warning(
                     "docmem: tools of slot %s omitted this turn (%s)", lock.slot, _code(error)
@@ -246,7 +238,7 @@ class MemoryRuntime:
         conversation, _ = split_recalls(context.history)
         for lock in locks:
             capture: Callable[[CaptureContext], Any] | None = getattr(
-                self._provider(lock.slot).provider, "capture", None
+                self._slot(lock.slot).provider, "capture", None
             )
             if capture is None:
                 continue

@@ -13,25 +13,28 @@ import hashlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Union, runtime_checkable
+from typing import Literal, Union
 
 from .errors import InvalidArgument, InvalidScope
 from .keys import LockedScope, ScopeValue, lock_scope
+
+# The provider protocol and its contexts live in docmem.provider; these names are
+# re-exported here, where they were first defined.
+from .provider import CaptureContext as CaptureContext
+from .provider import MemoryProvider as MemoryProvider
+from .provider import RecallContext as RecallContext
+from .provider import RecalledItem as RecalledItem
+from .provider import ToolsContext as ToolsContext
 from .tools import Tool, check_slot_name, qualify_tools
 
 __all__ = [
-    "CaptureContext",
-    "MemoryProvider",
     "MemorySlot",
     "NamespaceContext",
     "Principal",
-    "RecallContext",
-    "RecalledItem",
     "ScopeContext",
     "SlotLock",
-    "ToolsContext",
     "Visibility",
     "by_principal",
     "default_namespace",
@@ -40,8 +43,6 @@ __all__ = [
 logger = logging.getLogger("docmem")
 
 Visibility = Literal["scope", "session"]
-Boundary = Literal["turn_started", "compaction_completed"]
-CaptureBoundary = Literal["compaction_requested", "turn_completed"]
 
 
 @dataclass(frozen=True)
@@ -130,89 +131,6 @@ class SlotLock:
     visibility: Visibility = "scope"
 
 
-@dataclass(frozen=True)
-class RecallContext:
-    """What a provider's ``recall`` receives at ``turn_started`` or ``compaction_completed``.
-
-    ``messages`` is the projected history before the turn's input (recalled
-    records included, as the model will see them). ``cancel`` is the turn's
-    :attr:`ScopeContext.cancel`: a provider stops touching its store once it is set.
-    """
-
-    boundary: Boundary
-    slot: str
-    scope: LockedScope
-    operation_id: str
-    messages: Sequence[Any]
-    cancel: threading.Event | None = None
-
-
-@dataclass(frozen=True)
-class ToolsContext:
-    """What a provider's ``tools`` receives: the locked scope and the turn's messages.
-
-    ``cancel`` is the turn's :attr:`ScopeContext.cancel`; tools made for the turn
-    should refuse to touch the store once it is set.
-    """
-
-    slot: str
-    scope: LockedScope
-    operation_id: str
-    messages: Sequence[Any]
-    cancel: threading.Event | None = None
-
-
-@dataclass(frozen=True)
-class CaptureContext:
-    """What a provider's ``capture`` receives at ``compaction_requested`` or ``turn_completed``.
-
-    ``cancel`` is the turn's :attr:`ScopeContext.cancel`, as in :class:`RecallContext`:
-    a capture that writes stops once it is set.
-    """
-
-    boundary: CaptureBoundary
-    slot: str
-    scope: LockedScope
-    operation_id: str
-    messages: Sequence[Any]
-    cancel: threading.Event | None = None
-
-
-class RecalledItem(Protocol):
-    """What ``recall`` returns items of: ``content`` and an optional ``id`` that keys it.
-
-    :class:`docmem.Recalled` and FileMemory's :class:`docmem.RecallMessage` both fit.
-    A mapping with a ``"content"`` key and an optional ``"id"`` key (what a
-    provider built on JSON has at hand) is taken the same way.
-    """
-
-    @property
-    def content(self) -> str:
-        """The text shown to the model."""
-        ...
-
-    @property
-    def id(self) -> str | None:
-        """The provider's stable id for keyed supersession; ``None`` appends."""
-        ...
-
-
-@runtime_checkable
-class MemoryProvider(Protocol):
-    """What a slot's provider implements.
-
-    ``recall`` is required: called at every ``turn_started`` and after every
-    compaction (``context.boundary`` tells which; return ``None`` to recall
-    nothing). Optional methods, found by name: ``tools(ToolsContext) ->
-    Mapping[str, Tool] | None`` (unqualified names; the runtime qualifies them)
-    and ``capture(CaptureContext) -> None``. Recall must be observational.
-    """
-
-    def recall(self, context: RecallContext) -> Sequence[RecalledItem | Mapping[str, Any]] | None:
-        """The messages to recall for this slot and scope, or ``None``."""
-        ...
-
-
 class MemorySlot:
     """An application's declaration of one memory slot.
 
@@ -269,7 +187,7 @@ class MemorySlot:
             return None
         return SlotLock(self.name, lock_scope(namespace=namespace, scope=scope), self.visibility)
 
-    def provider_tools(self, context: ToolsContext) -> dict[str, Tool]:
+    def qualified_tools(self, context: ToolsContext) -> dict[str, Tool]:
         """The provider's tools, qualified ``<slot>__<tool>`` with the description prefix."""
         if not self.tools:
             return {}

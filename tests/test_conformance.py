@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from docmem.backend import Backend, Stored
-from docmem.backends import memory as memory_module
+from docmem.backends import inmemory as memory_module
+from docmem.backends.inmemory import MemoryBackend
 from docmem.backends.local import LocalBackend
-from docmem.backends.memory import MemoryBackend
 from docmem.testing import BackendFactory, BackendTests, RawAccess
 
 

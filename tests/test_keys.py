@@ -1,4 +1,4 @@
-"""Key encoding (DESIGN.md section 2): golden vectors, limits, collision freedom."""
+"""Key encoding (docs/design.md, section 2): golden vectors, limits, collision freedom."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def _scope(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-# --- an independent reference encoder, written from DESIGN.md section 2 ---------------
+# --- an independent reference encoder, written from docs/design.md, section 2 -----------
 
 
 def _s(text: str) -> bytes:

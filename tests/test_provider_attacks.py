@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import docmem
 from docmem import journal
-from docmem.backends.memory import MemoryBackend
+from docmem.backends.inmemory import MemoryBackend
 from docmem.document import MemoryDocument, normalize_entry, parse, serialize
 from docmem.journal import JournalRecord
 

@@ -1,21 +1,25 @@
-"""open_store, URL forms, the scheme registry and entry points (DESIGN section 4)."""
+"""open_store, URL forms, the scheme registry and entry points (docs/design.md, section 4)."""
 
 from __future__ import annotations
 
 import os
 import pickle
+import re
+import sys
 import uuid
+from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
 import docmem
-import docmem.backend as backend_module
+import docmem.backend
+import docmem.registry as registry_module
 from docmem import StoreNotConfigured, open_store, register_backend
 from docmem.backend import ENTRY_POINT_GROUP, Backend, Stored
+from docmem.backends.inmemory import MemoryBackend
 from docmem.backends.local import LocalBackend
-from docmem.backends.memory import MemoryBackend
 
 
 class FakeEntryPoint:
@@ -46,14 +50,14 @@ class RecordingBackend(MemoryBackend):
 @pytest.fixture(autouse=True)
 def isolated_registry(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """A private registry and no installed plug-ins, whatever this venv holds."""
-    monkeypatch.setattr(backend_module, "_registered", {})
+    monkeypatch.setattr(registry_module, "_registered", {})
     calls: list[dict[str, Any]] = []
 
     def no_entry_points(**selection: Any) -> list[FakeEntryPoint]:
         calls.append(selection)
         return []
 
-    monkeypatch.setattr(backend_module, "entry_points", no_entry_points)
+    monkeypatch.setattr(registry_module, "entry_points", no_entry_points)
     RecordingBackend.opened = []
     return calls
 
@@ -69,7 +73,7 @@ def install_entry_points(monkeypatch: pytest.MonkeyPatch, *points: FakeEntryPoin
             if selection.get("group") == point.group and selection.get("name") == point.name
         ]
 
-    monkeypatch.setattr(backend_module, "entry_points", fake_entry_points)
+    monkeypatch.setattr(registry_module, "entry_points", fake_entry_points)
     return calls
 
 
@@ -279,7 +283,7 @@ def test_register_backend_class() -> None:
 
 
 def test_register_backend_by_import_path() -> None:
-    register_backend("lazy", "docmem.backends.memory:MemoryBackend")
+    register_backend("lazy", "docmem.backends.inmemory:MemoryBackend")
     assert type(open_store("lazy://")) is MemoryBackend
 
 
@@ -317,7 +321,7 @@ def test_a_refused_registration_is_invalid_argument_from_the_tree() -> None:
 def test_a_scheme_that_is_no_url_scheme_is_refused(scheme: Any) -> None:
     with pytest.raises(docmem.InvalidArgument, match="URL scheme"):
         register_backend(scheme, RecordingBackend)
-    assert backend_module._registered == {}
+    assert registry_module._registered == {}
 
 
 def test_a_registered_scheme_matches_urls_case_insensitively() -> None:
@@ -363,7 +367,9 @@ def test_plus_scheme_resolves_entry_point_of_first_part(monkeypatch: pytest.Monk
 
 
 def test_entry_point_may_name_an_import_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    install_entry_points(monkeypatch, FakeEntryPoint("str", "docmem.backends.memory:MemoryBackend"))
+    install_entry_points(
+        monkeypatch, FakeEntryPoint("str", "docmem.backends.inmemory:MemoryBackend")
+    )
     assert type(open_store("str://")) is MemoryBackend
 
 
@@ -390,6 +396,81 @@ def test_builtins_and_registrations_come_before_entry_points(
     register_backend("rec", MemoryBackend)
     assert type(open_store("rec://")) is MemoryBackend
     assert calls == []
+
+
+# -- the scheme table: one list, and the plug-ins agree with it -------------------------------
+
+PLUGINS = Path(__file__).resolve().parents[1] / "backends"
+#: (scheme, "module:Class", distribution) for every plug-in scheme the table names.
+TABLE = {
+    (known.scheme, known.target, known.distribution)
+    for known in registry_module.SCHEMES
+    if not known.builtin
+}
+
+
+def _canonical(distribution: str) -> str:
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+def _declared() -> set[tuple[str, str, str]]:
+    """The entry points each plug-in's pyproject.toml declares, as table rows."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        tomllib = pytest.importorskip("tomli")
+    rows = set()
+    for pyproject in sorted(PLUGINS.glob("*/pyproject.toml")):
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+        points = project.get("entry-points", {}).get(ENTRY_POINT_GROUP, {})
+        rows |= {(name, target, _canonical(project["name"])) for name, target in points.items()}
+    return rows
+
+
+def test_the_scheme_table_is_sorted_and_names_each_scheme_once() -> None:
+    schemes = [known.scheme for known in registry_module.SCHEMES]
+    assert schemes == sorted(set(schemes))
+    assert all(known.scheme == known.scheme.lower() for known in registry_module.SCHEMES)
+    assert {known.scheme for known in registry_module.SCHEMES if known.builtin} == {
+        "file",
+        "memory",
+    }
+
+
+def test_every_builtin_scheme_loads_its_backend() -> None:
+    for known in registry_module.SCHEMES:
+        if known.builtin:
+            assert issubclass(registry_module._load(known.target), Backend), known
+
+
+def test_the_registry_is_importable_from_docmem_backend() -> None:
+    assert docmem.backend.open_store is registry_module.open_store is docmem.open_store
+    assert docmem.backend.register_backend is registry_module.register_backend
+    assert docmem.backend.ENTRY_POINT_GROUP == registry_module.ENTRY_POINT_GROUP
+
+
+def test_plugin_pyprojects_declare_exactly_the_table() -> None:
+    assert _declared() == TABLE
+
+
+def test_installed_entry_points_match_the_table() -> None:
+    ours = {distribution for _, _, distribution in TABLE}
+    installed = set()
+    for point in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        distribution = _canonical(point.dist.name) if point.dist is not None else ""
+        if distribution in ours:
+            installed.add((point.name, point.value, distribution))
+    present = {row[2] for row in installed}
+    if not present:
+        pytest.skip("no docmem plug-in is installed")
+    assert installed == {row for row in TABLE if row[2] in present}
+
+
+def test_docmem_fsspec_serves_directly_the_table_schemes() -> None:
+    fsspec_backend = pytest.importorskip("docmem_fsspec.backend")
+    served = {scheme for scheme, _, distribution in TABLE if distribution == "docmem-fsspec"}
+    # Every scheme but "fsspec" itself ("fsspec+<protocol>://") names its protocol directly.
+    assert {*fsspec_backend.DIRECT_SCHEMES, "fsspec"} == served
 
 
 # -- memory:// sharing ----------------------------------------------------------------------
@@ -508,7 +589,7 @@ def test_deleting_a_missing_key_creates_nothing(tmp_path: Path) -> None:
 def test_anonymous_memory_stores_are_freed_with_their_last_handle() -> None:
     import gc
 
-    from docmem.backends import memory as memory_module
+    from docmem.backends import inmemory as memory_module
 
     gc.collect()  # garbage earlier tests left must not be freed below during the count
     before = len(memory_module._anonymous)

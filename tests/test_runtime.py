@@ -13,8 +13,9 @@ import pytest
 
 import docmem
 from docmem.keys import item_key
+from docmem.provider import CaptureContext, RecallContext, ToolsContext
 from docmem.recall import EARLIER_PARTICIPANT, ProjectedRecall, Recalled
-from docmem.slot import CaptureContext, RecallContext, ScopeContext, ToolsContext
+from docmem.slot import ScopeContext
 
 NS = "tests:runtime"
 

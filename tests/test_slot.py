@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 import docmem
-from docmem.slot import ScopeContext, SlotLock, ToolsContext
+from docmem.provider import ToolsContext
+from docmem.slot import ScopeContext, SlotLock
 
 
 class Provider:
@@ -425,7 +426,7 @@ def test_provider_tools_are_qualified_with_the_description_prefix() -> None:
     slot = docmem.MemorySlot(
         "user", memory, scope="s", namespace="n", description="About the person you help."
     )
-    tools = slot.provider_tools(tools_context())
+    tools = slot.qualified_tools(tools_context())
     assert sorted(tools) == ["user__remove_memory", "user__save_memory"]
     own = memory.tools(tools_context())
     for name, tool in tools.items():
@@ -438,7 +439,7 @@ def test_provider_tools_are_qualified_with_the_description_prefix() -> None:
 def test_without_a_description_tool_descriptions_are_unchanged() -> None:
     memory = docmem.FileMemory(docmem.open_store("memory://"))
     slot = docmem.MemorySlot("user", memory, scope="s", namespace="n")
-    tools = slot.provider_tools(tools_context())
+    tools = slot.qualified_tools(tools_context())
     own = memory.tools(tools_context())
     assert tools["user__save_memory"].description == own["save_memory"].description
 
@@ -446,9 +447,9 @@ def test_without_a_description_tool_descriptions_are_unchanged() -> None:
 def test_tools_false_exposes_none() -> None:
     memory = docmem.FileMemory(docmem.open_store("memory://"))
     slot = docmem.MemorySlot("user", memory, scope="s", namespace="n", tools=False)
-    assert slot.provider_tools(tools_context()) == {}
+    assert slot.qualified_tools(tools_context()) == {}
 
 
 def test_a_provider_without_tools_exposes_none() -> None:
     slot = docmem.MemorySlot("user", Provider(), scope="s", namespace="n")
-    assert slot.provider_tools(tools_context()) == {}
+    assert slot.qualified_tools(tools_context()) == {}

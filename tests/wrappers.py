@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from docmem import Backend, Stored
-from docmem.backends.memory import MemoryBackend
+from docmem.backends.inmemory import MemoryBackend
 from docmem.errors import VersionConflict, WriteOutcomeUnknown
 
 

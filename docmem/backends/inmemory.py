@@ -16,8 +16,9 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..backend import Backend, Stored, check_key, url_options
+from ..backend import Backend, Stored, check_key
 from ..errors import StoreNotConfigured, StoreUnavailable, VersionConflict
+from ..options import query_options
 
 __all__ = ["MemoryBackend"]
 
@@ -71,7 +72,7 @@ class MemoryBackend(Backend):
     @classmethod
     def from_url(cls, url: str, **options: Any) -> MemoryBackend:
         parts = urlsplit(url)
-        unknown = sorted(url_options(url, options))
+        unknown = sorted({**query_options(url), **options})
         if unknown:
             raise StoreNotConfigured(f"memory:// takes no options; got {', '.join(unknown)}")
         name = (parts.netloc + parts.path).strip("/")

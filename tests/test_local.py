@@ -439,6 +439,30 @@ def test_a_bad_create_flag_is_not_configured(tmp_path: Path, create: object) -> 
             docmem.open_store(tmp_path.as_uri(), create=None)
 
 
+def test_options_arrive_as_url_text_or_typed_keywords(tmp_path: Path) -> None:
+    store = docmem.open_store(tmp_path.as_uri() + "?lock_timeout=.5&create=yes")
+    assert store.options == {"lock_timeout": 0.5, "create": True}
+    store = docmem.open_store(tmp_path.as_uri() + "?create=off", lock_timeout=3)
+    assert store.options == {"lock_timeout": 3.0, "create": False}
+    assert isinstance(store.options["lock_timeout"], float)
+    assert LocalBackend(tmp_path, lock_timeout="2", create="true").options == {
+        "lock_timeout": 2.0,
+        "create": True,
+    }
+
+
+def test_unknown_file_options_are_refused_naming_them(tmp_path: Path) -> None:
+    with pytest.raises(docmem.StoreNotConfigured, match=r"unknown file:// options: a, b \(known"):
+        docmem.open_store(tmp_path.as_uri() + "?b=1", a=2)
+
+
+def test_a_bad_option_in_the_url_never_shows_its_value(tmp_path: Path) -> None:
+    with pytest.raises(docmem.StoreNotConfigured, match="lock_timeout") as caught:
+        docmem.open_store(tmp_path.as_uri() + "?lock_timeout=hunter2")
+    assert "hunter2" not in str(caught.value)
+    assert caught.value.__context__ is None
+
+
 def test_a_nul_in_the_path_is_not_configured(tmp_path: Path) -> None:
     openers: list[Callable[[], object]] = [
         lambda: docmem.open_store(tmp_path.as_uri() + "/secret-name%00x"),

@@ -25,7 +25,6 @@ import base64
 import contextlib
 import hashlib
 import itertools
-import math
 import os
 import re
 import stat
@@ -34,7 +33,9 @@ from collections.abc import Iterator
 from typing import Any, Literal
 from urllib.parse import quote, unquote, urlsplit
 
-from ..backend import Backend, Stored, check_key, url_flag, url_options
+import msgspec
+
+from ..backend import Backend, Stored, check_key
 from ..errors import (
     StoreBusy,
     StoreNotConfigured,
@@ -42,10 +43,11 @@ from ..errors import (
     VersionConflict,
     WriteOutcomeUnknown,
 )
+from ..options import Seconds, check_options, parse_options
 from ._durable import ensure_directory, fsync_directory, link_new_file, write_new_file
 from ._flock import LockTimeout, exclusive
 
-__all__ = ["MARKER", "MARKER_CONTENT", "LocalBackend"]
+__all__ = ["MARKER", "MARKER_CONTENT", "LocalBackend", "LocalOptions"]
 
 #: The file whose presence in the root says "this directory is a docmem store".
 MARKER = ".docmem-store"
@@ -106,17 +108,13 @@ def _checked_root(root: object) -> str:
     return os.path.abspath(path)
 
 
-def _checked_timeout(value: object) -> float:
-    """``lock_timeout`` in seconds: a positive, finite number (a URL gives it as text)."""
-    timeout = math.nan
-    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
-        with contextlib.suppress(ValueError, OverflowError):
-            timeout = float(value)
-    if not math.isfinite(timeout) or timeout <= 0:  # raised outside any handler: no chain
-        raise StoreNotConfigured(
-            "file:// option lock_timeout must be a positive, finite number of seconds"
-        )
-    return timeout
+class LocalOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """The ``file://`` options, from the URL query or keywords (see :mod:`docmem.options`)."""
+
+    #: Seconds a write waits for its key's lock before it is :class:`StoreBusy`.
+    lock_timeout: Seconds = 10.0
+    #: Whether a write may create the store: see the module docstring.
+    create: bool = False
 
 
 def _read_file(path: str) -> bytes:
@@ -203,22 +201,16 @@ class LocalBackend(Backend):
         self, root: str | os.PathLike[str], *, lock_timeout: float = 10.0, create: bool = False
     ) -> None:
         self._root = _checked_root(root)
-        self._lock_timeout = _checked_timeout(lock_timeout)
-        if not isinstance(create, bool):
-            raise StoreNotConfigured("file:// option create must be true or false")
-        self._create = create
+        checked = check_options(
+            LocalOptions, {"lock_timeout": lock_timeout, "create": create}, scheme="file"
+        )
+        self._lock_timeout = checked.lock_timeout
+        self._create = checked.create
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> LocalBackend:
-        merged = url_options(url, options)
-        lock_timeout = merged.pop("lock_timeout", 10.0)
-        create = url_flag(merged.pop("create", False), option="file:// option create")
-        if merged:
-            raise StoreNotConfigured(
-                f"unknown file:// options: {', '.join(sorted(merged))} "
-                "(known: lock_timeout, create)"
-            )
-        return cls(_root_of(url), lock_timeout=_checked_timeout(lock_timeout), create=create)
+        checked = parse_options(LocalOptions, url, options, scheme="file")
+        return cls(_root_of(url), lock_timeout=checked.lock_timeout, create=checked.create)
 
     # -- is this the store? -------------------------------------------------------------
 

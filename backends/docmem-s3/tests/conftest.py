@@ -1,58 +1,31 @@
-"""Real S3 servers for the tests: LocalStack and SeaweedFS, started by `make test`.
-
-`scripts/with-test-servers` starts both on 127.0.0.1 and exports
-``LOCALSTACK_ENDPOINT``, ``SEAWEEDFS_ENDPOINT`` and ``DOCMEM_TEST_BUCKET``
-(plus test credentials). Run by hand without them, the integration tests are
-skipped with that reason; under `make test` (``DOCMEM_REQUIRE_SERVERS=1``) a
-missing server is a failure, never a skip.
-"""
+"""Fixtures of docmem-s3's tests; the helpers they use are in ``s3_servers``."""
 
 from __future__ import annotations
 
 import os
-import socket
-import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import boto3
 import pytest
+from s3_servers import SERVERS, TEST_CREDENTIALS, endpoint_of, store_url
 
 import docmem
 from docmem_s3 import S3Backend
 
-SERVERS = {"localstack": "LOCALSTACK_ENDPOINT", "seaweedfs": "SEAWEEDFS_ENDPOINT"}
-REGION = "us-east-1"
 
+@pytest.fixture(autouse=True)
+def _credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test servers' credentials when none are set (a run by hand, without the servers).
 
-def endpoint_of(server: str) -> str:
-    endpoint = os.environ.get(SERVERS[server])
-    if not endpoint:
-        reason = f"{SERVERS[server]} is not set: run the tests through scripts/with-test-servers"
-        if os.environ.get("DOCMEM_REQUIRE_SERVERS") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return endpoint
-
-
-def bucket() -> str:
-    return os.environ.get("DOCMEM_TEST_BUCKET", "docmem-test")
-
-
-def store_url(endpoint: str, prefix: str | None = None) -> str:
-    prefix = prefix or f"t-{uuid.uuid4().hex[:12]}"
-    return f"s3://{bucket()}/{prefix}?endpoint_url={endpoint}&region={REGION}"
-
-
-def raw_client(endpoint: str) -> Any:
-    """A plain boto3 client: the out-of-band view of the server."""
-    return boto3.client("s3", endpoint_url=endpoint, region_name=REGION)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    The tests that need no server (a dead port, bad options) still build boto3
+    clients, which need some credentials; they never get the developer's own.
+    """
+    if os.environ.get("AWS_ACCESS_KEY_ID"):
+        return
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in TEST_CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
 
 
 @pytest.fixture(params=sorted(SERVERS))

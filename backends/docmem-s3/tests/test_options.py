@@ -6,10 +6,12 @@ import math
 import pickle
 from typing import Any
 
+import msgspec
 import pytest
 
 import docmem
 from docmem_s3 import S3Backend
+from docmem_s3.backend import S3Options
 
 URL = "s3://bucket/prefix?region=us-east-1"
 
@@ -92,3 +94,42 @@ def test_blank_text_options_are_not_given() -> None:
     store = docmem.open_store("s3://bucket/prefix?region=&endpoint_url=&sse=")
     assert isinstance(store, S3Backend)
     assert (store.region, store.endpoint_url, store.sse) == (None, None, None)
+
+
+def test_url_text_reads_as_python_reads_numbers() -> None:
+    store = docmem.open_store(f"{URL}&connect_timeout=.5&read_timeout= 4 &max_attempts=+2")
+    assert isinstance(store, S3Backend)
+    assert (store.connect_timeout, store.read_timeout, store.max_attempts) == (0.5, 4.0, 2)
+    store = docmem.open_store(URL, connect_timeout="1.5", max_attempts=2.0)
+    assert isinstance(store, S3Backend)
+    assert (store.connect_timeout, store.max_attempts) == (1.5, 2)
+
+
+def test_sse_is_one_of_the_modes_and_a_kms_key_alone_means_kms() -> None:
+    with pytest.raises(docmem.StoreNotConfigured, match="sse must be AES256") as caught:
+        docmem.open_store(f"{URL}&sse=rot13-secret")
+    assert "rot13-secret" not in str(caught.value)
+    store = docmem.open_store(f"{URL}&sse_kms_key_id=alias/docmem")
+    assert isinstance(store, S3Backend)
+    assert (store.sse, store.sse_kms_key_id) == ("aws:kms", "alias/docmem")
+
+
+def test_unknown_options_are_refused_naming_the_known_ones() -> None:
+    with pytest.raises(
+        docmem.StoreNotConfigured, match=r"unknown s3:// options: session"
+    ) as caught:
+        docmem.open_store(f"{URL}&session=x")
+    assert "(known: endpoint_url, region, sse" in str(caught.value)
+
+
+def test_a_bad_value_never_appears_in_the_error() -> None:
+    with pytest.raises(docmem.StoreNotConfigured, match="read_timeout") as caught:
+        docmem.open_store(f"{URL}&read_timeout=hunter2")
+    assert "hunter2" not in str(caught.value)
+    assert caught.value.__context__ is None
+
+
+def test_the_defaults_are_the_options_structs() -> None:
+    store = S3Backend("bucket", region="us-east-1")
+    defaults = {k: v for k, v in msgspec.structs.asdict(S3Options()).items() if v is not None}
+    assert store.options == {**defaults, "region": "us-east-1"}

@@ -1,0 +1,189 @@
+"""The three stores docmem-fsspec is tested on: local disk, s3fs on LocalStack, adlfs on Azurite.
+
+`scripts/with-test-servers` starts LocalStack and Azurite on 127.0.0.1 and
+exports ``LOCALSTACK_ENDPOINT``, ``AZURE_STORAGE_CONNECTION_STRING`` (adlfs
+reads it) and the bucket and container names. Run by hand without them, the
+server tests are skipped with that reason; under `make test`
+(``DOCMEM_REQUIRE_SERVERS=1``) a missing server is a failure, never a skip.
+
+Each store also has a *raw* client that never goes through fsspec (``os``,
+boto3, the Azure SDK): the out-of-band view the tests check the store against.
+
+The test modules import these helpers from here, not from ``conftest``: a
+module of that name is in every plug-in's tests folder, so which one
+``from conftest import`` finds depends on what pytest collected first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from docmem_fsspec import FsspecBackend
+from docmem_fsspec.commitlog import unwrap
+
+STORES = ("local", "localstack", "azurite")
+_LOG_NAME = re.compile(r"[0-9a-f]{16}\.")
+_ENVIRONMENT = {
+    "localstack": ("LOCALSTACK_ENDPOINT",),
+    "azurite": ("AZURE_STORAGE_CONNECTION_STRING",),
+}
+
+
+def require(store: str) -> None:
+    """Skip (by hand) or fail (under make test) when a store's server is not running."""
+    missing = [name for name in _ENVIRONMENT.get(store, ()) if not os.environ.get(name)]
+    if not missing:
+        return
+    reason = f"{', '.join(missing)} not set: run the tests through scripts/with-test-servers"
+    if os.environ.get("DOCMEM_REQUIRE_SERVERS") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def bucket() -> str:
+    return os.environ.get("DOCMEM_TEST_BUCKET", "docmem-test")
+
+
+def container() -> str:
+    return os.environ.get("DOCMEM_TEST_CONTAINER", "docmem-test")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+_containers_made: set[str] = set()
+
+
+def ensure_container() -> None:
+    """Azurite starts empty: create the test container once per session."""
+    if container() in _containers_made:
+        return
+    from azure.core.exceptions import ResourceExistsError
+    from azure.storage.blob import BlobServiceClient
+
+    service = BlobServiceClient.from_connection_string(
+        os.environ["AZURE_STORAGE_CONNECTION_STRING"]
+    )
+    with contextlib.suppress(ResourceExistsError):
+        service.create_container(container())
+    _containers_made.add(container())
+
+
+def store_url(store: str, root: Path | None = None) -> str:
+    """A URL for a fresh, empty store of the given kind (``root``: the local parent folder)."""
+    require(store)
+    prefix = f"t-{uuid.uuid4().hex[:12]}"
+    if store == "local":
+        assert root is not None
+        folder = root / prefix
+        folder.mkdir()  # an empty folder: the store's first write marks it as a store
+        return f"fsspec+file://{folder}?create=true"
+    if store == "localstack":
+        return f"fsspec+s3://{bucket()}/{prefix}?endpoint_url={os.environ['LOCALSTACK_ENDPOINT']}"
+    ensure_container()
+    return f"az://{container()}/{prefix}"
+
+
+def unavailable_url(store: str, root: Path) -> tuple[str, dict[str, Any]]:
+    """A store of the kind that cannot be reached: a missing folder, or a dead port."""
+    if store == "local":
+        return f"fsspec+file://{root / 'never-created'}", {}
+    dead = f"http://127.0.0.1:{free_port()}"
+    if store == "localstack":
+        return f"fsspec+s3://{bucket()}/x?endpoint_url={dead}", {
+            "config_kwargs": {"retries": {"total_max_attempts": 1}, "connect_timeout": 1}
+        }
+    key = (  # Azurite's well-known development key: public, not a secret
+        "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+    )
+    return f"az://{container()}/x", {
+        "connection_string": (
+            "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
+            f"AccountKey={key};BlobEndpoint={dead}/devstoreaccount1;"
+        ),
+    }
+
+
+class Raw:
+    """Lists, reads and writes a store's objects without fsspec (the out-of-band view)."""
+
+    def __init__(self, store: FsspecBackend, kind: str) -> None:
+        self.store = store
+        self.kind = kind
+        if kind == "localstack":
+            import boto3
+
+            self._s3 = boto3.client("s3", endpoint_url=os.environ["LOCALSTACK_ENDPOINT"])
+        elif kind == "azurite":
+            from azure.storage.blob import ContainerClient
+
+            self._container = ContainerClient.from_connection_string(
+                os.environ["AZURE_STORAGE_CONNECTION_STRING"], container()
+            )
+
+    def _split(self, path: str) -> str:
+        """The object key inside the bucket or container."""
+        return path.split("/", 1)[1]
+
+    def names(self, key: str) -> list[str]:
+        """The object names in the key's folder, sorted."""
+        folder = self.store.folder(key)
+        if self.kind == "local":
+            try:
+                return sorted(os.listdir(folder))
+            except FileNotFoundError:
+                return []
+        prefix = self._split(folder) + "/"
+        if self.kind == "localstack":
+            pages = self._s3.get_paginator("list_objects_v2").paginate(
+                Bucket=bucket(), Prefix=prefix
+            )
+            found = [item["Key"] for page in pages for item in page.get("Contents", ())]
+        else:
+            found = [blob.name for blob in self._container.list_blobs(name_starts_with=prefix)]
+        return sorted(name[len(prefix) :] for name in found)
+
+    def read(self, key: str, name: str) -> bytes:
+        path = f"{self.store.folder(key)}/{name}"
+        if self.kind == "local":
+            return Path(path).read_bytes()
+        if self.kind == "localstack":
+            answer = self._s3.get_object(Bucket=bucket(), Key=self._split(path))
+            return bytes(answer["Body"].read())
+        return bytes(self._container.download_blob(self._split(path)).readall())
+
+    def write(self, key: str, name: str, data: bytes) -> None:
+        path = f"{self.store.folder(key)}/{name}"
+        if self.kind == "local":
+            Path(path).parent.mkdir(exist_ok=True)
+            Path(path).write_bytes(data)
+        elif self.kind == "localstack":
+            self._s3.put_object(Bucket=bucket(), Key=self._split(path), Body=data)
+        else:
+            self._container.upload_blob(self._split(path), data, overwrite=True)
+
+    # RawAccess, for the conformance suite: the newest version is the document.
+
+    def get(self, key: str) -> bytes | None:
+        versions = [name for name in self.names(key) if name.endswith(".md")]
+        stones = [name for name in self.names(key) if name.endswith(".tombstone")]
+        if not versions or (stones and max(stones)[:16] >= max(versions)[:16]):
+            return None
+        return unwrap(self.read(key, max(versions)))[1]
+
+    def put(self, key: str, data: bytes) -> None:
+        """A new version as the previous release wrote it: bare bytes, no envelope."""
+        names = self.names(key)
+        top = max((int(name[:16], 16) for name in names if _LOG_NAME.match(name)), default=0)
+        self.write(key, f"{top + 1:016x}.md", data)

@@ -1,0 +1,57 @@
+"""Real S3 servers for the tests: LocalStack and SeaweedFS, started by `make test`.
+
+`scripts/with-test-servers` starts both on 127.0.0.1 and exports
+``LOCALSTACK_ENDPOINT``, ``SEAWEEDFS_ENDPOINT`` and ``DOCMEM_TEST_BUCKET``
+(plus test credentials). Run by hand without them, the integration tests are
+skipped with that reason; under `make test` (``DOCMEM_REQUIRE_SERVERS=1``) a
+missing server is a failure, never a skip.
+
+The test modules import these helpers from here, not from ``conftest``: a
+module of that name is in every plug-in's tests folder, so which one
+``from conftest import`` finds depends on what pytest collected first.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from typing import Any
+
+import boto3
+import pytest
+
+SERVERS = {"localstack": "LOCALSTACK_ENDPOINT", "seaweedfs": "SEAWEEDFS_ENDPOINT"}
+REGION = "us-east-1"
+#: What scripts/with-test-servers exports; LocalStack and SeaweedFS take any credentials.
+TEST_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
+
+
+def endpoint_of(server: str) -> str:
+    endpoint = os.environ.get(SERVERS[server])
+    if not endpoint:
+        reason = f"{SERVERS[server]} is not set: run the tests through scripts/with-test-servers"
+        if os.environ.get("DOCMEM_REQUIRE_SERVERS") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return endpoint
+
+
+def bucket() -> str:
+    return os.environ.get("DOCMEM_TEST_BUCKET", "docmem-test")
+
+
+def store_url(endpoint: str, prefix: str | None = None) -> str:
+    prefix = prefix or f"t-{uuid.uuid4().hex[:12]}"
+    return f"s3://{bucket()}/{prefix}?endpoint_url={endpoint}&region={REGION}"
+
+
+def raw_client(endpoint: str) -> Any:
+    """A plain boto3 client: the out-of-band view of the server."""
+    return boto3.client("s3", endpoint_url=endpoint, region_name=REGION)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import collections
 import logging
-import math
 import os
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 import fsspec
@@ -39,12 +38,11 @@ import msgspec
 
 from docmem.backend import (
     Backend,
+    ContendedKeys,
     LruCache,
     PerProcess,
     Stored,
     check_key,
-    url_flag,
-    url_options,
 )
 from docmem.errors import (
     DocmemError,
@@ -55,6 +53,7 @@ from docmem.errors import (
     VersionConflict,
     WriteOutcomeUnknown,
 )
+from docmem.options import Seconds, check_options, split_options
 
 from .commitlog import (
     Entry,
@@ -72,21 +71,13 @@ from .commitlog import (
 from .dialects import Dialect, dialect_for
 from .marker import require_store
 
-__all__ = ["FsspecBackend", "Revision"]
+__all__ = ["FsspecBackend", "FsspecOptions", "Revision"]
 
 logger = logging.getLogger("docmem_fsspec")
 
 #: Schemes served directly; anything else is ``fsspec+<protocol>://``.
 DIRECT_SCHEMES = ("gs", "gcs", "az", "abfs", "abfss")
 _LOCAL_PROTOCOLS = ("file", "local")
-_OPTION_NAMES = (
-    "retain",
-    "grace",
-    "max_staleness",
-    "assume_atomic_create",
-    "cache_size",
-    "create",
-)
 #: A store that keeps whole seconds may round a timestamp down by up to this much.
 _TIMESTAMP_SLACK = 1.0
 #: Listings in a row that may each find their newest object collected before it is read.
@@ -101,6 +92,32 @@ _EXTRAS = {
     "abfs": "azure",
     "abfss": "azure",
 }
+
+
+class FsspecOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """docmem-fsspec's own options (URL query or keywords; see :mod:`docmem.options`).
+
+    Every other option goes to the filesystem; :class:`FsspecBackend` documents each one.
+    """
+
+    retain: Annotated[
+        int,
+        msgspec.Meta(
+            ge=1, description="a whole number of at least 1 (the newest version always stays)"
+        ),
+    ] = 8
+    grace: Seconds = 600.0
+    max_staleness: Seconds = 60.0
+    assume_atomic_create: bool = False
+    cache_size: Annotated[
+        int, msgspec.Meta(ge=0, description="a whole number of at least 0 (keys remembered)")
+    ] = 1024
+    create: bool = False
+
+    def __post_init__(self) -> None:
+        # A version seen longer ago than grace may be collected: see the module docstring.
+        if self.max_staleness >= self.grace:
+            raise ValueError("max_staleness must be less than grace")
 
 
 class Revision(msgspec.Struct, frozen=True):
@@ -161,15 +178,22 @@ class FsspecBackend(Backend):
     ) -> None:
         self.protocol = protocol
         self.scheme = scheme or f"fsspec+{protocol}"
-        self.retain = _whole(retain, "retain", minimum=1, why="the newest version always stays")
-        self.grace = _seconds(grace, "grace")
-        self.max_staleness = _seconds(max_staleness, "max_staleness")
-        self.cache_size = _whole(cache_size, "cache_size", minimum=0, why="keys remembered")
-        self.assume_atomic_create = url_flag(assume_atomic_create, option="assume_atomic_create")
-        self.create = url_flag(create, option="create")
+        given = {
+            "retain": retain,
+            "grace": grace,
+            "max_staleness": max_staleness,
+            "assume_atomic_create": assume_atomic_create,
+            "cache_size": cache_size,
+            "create": create,
+        }
+        checked = check_options(FsspecOptions, given, scheme=self.scheme)
+        self.retain = checked.retain
+        self.grace = checked.grace
+        self.max_staleness = checked.max_staleness
+        self.cache_size = checked.cache_size
+        self.assume_atomic_create = checked.assume_atomic_create
+        self.create = checked.create
         self.storage_options = dict(storage_options or {})
-        if self.max_staleness >= self.grace:
-            raise StoreNotConfigured("max_staleness must be less than grace")
         self._local = protocol in _LOCAL_PROTOCOLS
         if self.create and not self._local:
             raise StoreNotConfigured(
@@ -189,7 +213,7 @@ class FsspecBackend(Backend):
         # Keys whose last create lost a race: another client writes them, so read_recent
         # lists first (until a listing finds what this process had) instead of sending a
         # create that is bound to be refused.
-        self._contended: set[str] = set()
+        self._contended = ContendedKeys(self.cache_size)
         self._filesystems: PerProcess[tuple[Any, Any]] = PerProcess(self._build)
 
     @classmethod
@@ -205,12 +229,15 @@ class FsspecBackend(Backend):
                 "docmem-fsspec URLs are fsspec+<protocol>://... (for example fsspec+s3://bucket) "
                 f"or one of {', '.join(s + '://' for s in DIRECT_SCHEMES)}"
             )
-        merged = url_options(url, options)
-        storage = dict(merged.pop("storage_options", None) or {})
-        ours = {name: merged.pop(name) for name in _OPTION_NAMES if name in merged}
-        storage.update(merged)
+        ours, rest = split_options(FsspecOptions, url, options, scheme=scheme)
+        storage = dict(rest.pop("storage_options", None) or {})
+        storage.update(rest)
         return cls(
-            protocol, parts.netloc + parts.path, scheme=scheme, **ours, storage_options=storage
+            protocol,
+            parts.netloc + parts.path,
+            scheme=scheme,
+            **msgspec.structs.asdict(ours),
+            storage_options=storage,
         )
 
     # -- identity --------------------------------------------------------------
@@ -294,10 +321,14 @@ class FsspecBackend(Backend):
         A key another client has been writing is listed instead, so that a save
         does not send a create bound to be refused.
         """
-        seen = self._recent.get(check_key(key)) if key not in self._contended else None
+        return self._contended.read_recent(key, cached=self._seen_lately, read=self.read)
+
+    def _seen_lately(self, key: str) -> Stored | None:
+        """The version this process saw last, if it was the newest within ``max_staleness``."""
+        seen = self._recent.get(key)
         if seen is not None and time.monotonic() - seen.since < self.max_staleness:
             return seen.stored
-        return self.read(key)
+        return None
 
     def write(self, key: str, data: bytes, *, expected: str | None) -> str:
         folder = self.folder(key)
@@ -557,8 +588,6 @@ class FsspecBackend(Backend):
 
     def _mark_contended(self, key: str) -> None:
         self._recent.drop(key)
-        if len(self._contended) >= self.cache_size:
-            self._contended.clear()  # bounded; forgetting costs one refused create later
         self._contended.add(key)
 
     def _require_store(self, *, writing: bool) -> bool:
@@ -624,37 +653,6 @@ def _filesystem_class(protocol: str) -> type[Any]:
         raise StoreNotConfigured(
             f"fsspec has no usable implementation of {protocol!r} ({type(exc).__name__}): {advice}"
         ) from None
-
-
-def _whole(value: object, option: str, *, minimum: int, why: str) -> int:
-    """An integer option of at least ``minimum``, from a number or a URL query string."""
-    number: object = value
-    if isinstance(value, str):
-        try:
-            number = int(value.strip())
-        except ValueError:
-            number = None
-    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        number = int(value)
-    if isinstance(number, bool) or not isinstance(number, int) or number < minimum:
-        raise StoreNotConfigured(f"{option} must be a whole number of at least {minimum} ({why})")
-    return number
-
-
-def _seconds(value: object, option: str) -> float:
-    """A positive, finite number of seconds, from a number or a URL query string."""
-    number: object = value
-    if isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            number = None
-    if isinstance(number, bool) or not isinstance(number, (int, float)):
-        raise StoreNotConfigured(f"{option} must be a number of seconds")
-    seconds = float(number)
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise StoreNotConfigured(f"{option} must be a positive, finite number of seconds")
-    return seconds
 
 
 def _revision(entry: Entry, size: int) -> Revision:

@@ -12,7 +12,8 @@ an existing name are accepted:
 - ``gcsfs``: an upload with ``ifGenerationMatch=0``;
 - ``adlfs``: ``Put Blob`` with ``If-None-Match: *``;
 - the local filesystem: a fully written and fsynced temporary file is
-  hard-linked to its final name with ``os.link``, which fails if the name exists.
+  hard-linked to its final name with ``os.link``, which fails if the name
+  exists (:mod:`docmem.backends._durable`, as the core's ``file://`` writes).
 
 Any other filesystem is refused unless the caller asserts atomic create
 (``assume_atomic_create=true``). A create is sent exactly once: retries are
@@ -22,10 +23,11 @@ be refused and read as somebody else's write.
 Each dialect turns its implementation's answers into docmem's: an existing
 name is :class:`VersionConflict`, a request that surely never reached the
 store is :class:`StoreUnavailable`, and anything after which the object may
-exist is :class:`WriteOutcomeUnknown`. Listings and fetches take the shortest
-path the implementation offers (s3fs's ``ls`` of an empty folder would list
-the parent folder, every page of it, and its ``cat_file`` asks for the size
-before it downloads).
+exist is :class:`WriteOutcomeUnknown`; S3's answers are classified by
+docmem-s3's one table (:class:`docmem_s3.errors.s3_answers`). Listings and
+fetches take the shortest path the implementation offers (s3fs's ``ls`` of
+an empty folder would list the parent folder, every page of it, and its
+``cat_file`` asks for the size before it downloads).
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ from typing import Any, ClassVar
 
 from fsspec.asyn import sync
 
+from docmem.backends._durable import fsync_directory, write_new_file
 from docmem.errors import (
-    DocmemError,
     StoreNotConfigured,
     StoreUnavailable,
     VersionConflict,
@@ -113,9 +115,13 @@ def _unavailable(label: str, exc: BaseException) -> StoreUnavailable:
 class LocalDialect(Dialect):
     """Local disk: write and fsync a temporary file, then ``os.link`` it into place.
 
-    The temporary file stays locked (``flock``) from its creation until its
-    name is gone, so :meth:`sweep` can tell a live writer's file from one a
-    crash left behind: the kernel drops the lock of a killed process.
+    The temporary file is written like every durable local file
+    (``write_new_file``: ``O_EXCL``, ``O_NOFOLLOW``, ``O_CLOEXEC``, mode
+    ``0o600``) and stays locked (``flock``) from then until its name is gone,
+    so :meth:`sweep` can tell a live writer's file from one a crash left
+    behind: the kernel drops the lock of a killed process. (Before the lock
+    the file is younger than any a sweep takes; one that took it anyway only
+    makes the link fail, and nothing is created.)
     """
 
     label = "local"
@@ -125,38 +131,20 @@ class LocalDialect(Dialect):
         temporary = os.path.join(folder, f".tmp-{uuid.uuid4().hex}")
         try:
             _make_folder(folder)
-            descriptor = os.open(
-                temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644
-            )
+            write_new_file(temporary, data)  # removed again if it fails
         except OSError as exc:
             raise _unavailable(self.label, exc) from None
         try:
-            self._write_and_link(descriptor, temporary, path, data)
-        finally:
-            _remove_quietly(temporary)  # while still locked: a sweep never races a live writer
-            os.close(descriptor)
-        try:
-            _fsync_folder(folder)
-        except OSError as exc:
-            # Linked but maybe not durable: a crash now could still lose it.
-            raise _unknown(self.label, exc) from None
-
-    def _write_and_link(self, descriptor: int, temporary: str, path: str, data: bytes) -> None:
-        """Lock, fill and fsync the temporary file, then link it to ``path`` if that is free.
-
-        A link whose temporary file a sweep removed fails, and nothing is created.
-        """
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(descriptor, view) :]
-            os.fsync(descriptor)
-            os.link(temporary, path)
+            _link_locked(temporary, path)
         except FileExistsError:
             raise _conflict() from None
         except OSError as exc:
             raise _unavailable(self.label, exc) from None
+        try:
+            fsync_directory(folder)
+        except OSError as exc:
+            # Linked but maybe not durable: a crash now could still lose it.
+            raise _unknown(self.label, exc) from None
 
     def sweep(self, fs: Any, paths: list[str]) -> int:
         """Remove the temporary files no live writer holds; how many went.
@@ -182,7 +170,26 @@ class LocalDialect(Dialect):
         return removed
 
 
+def _link_locked(temporary: str, path: str) -> None:
+    """Lock ``temporary``, link it to ``path`` if that is free, and remove it while locked.
+
+    A link whose temporary file a sweep removed fails, and nothing is created.
+    """
+    try:
+        descriptor = os.open(temporary, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        _remove_quietly(temporary)
+        raise
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.link(temporary, path)
+    finally:
+        _remove_quietly(temporary)  # while still locked: a sweep never races a live writer
+        os.close(descriptor)
+
+
 def _make_folder(folder: str) -> None:
+    """The key's folder, made durably; the store root above it must exist already."""
     if os.path.isdir(folder):
         return
     parent = os.path.dirname(folder)
@@ -192,15 +199,7 @@ def _make_folder(folder: str) -> None:
         os.mkdir(folder, 0o755)
     except FileExistsError:
         return
-    _fsync_folder(parent)
-
-
-def _fsync_folder(folder: str) -> None:
-    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
+    fsync_directory(parent)
 
 
 def _remove_quietly(path: str) -> None:
@@ -212,6 +211,16 @@ class S3fsDialect(Dialect):
     """s3fs: ``PutObject`` with ``If-None-Match: *`` on an instance with retries off."""
 
     label = "s3fs"
+
+    def __init__(self) -> None:
+        try:
+            from docmem_s3.errors import s3_answers
+        except ImportError:  # docmem-fsspec[s3] installs it
+            raise StoreNotConfigured(
+                "fsspec+s3:// needs docmem-s3, whose table classifies S3's answers: "
+                "pip install 'docmem-fsspec[s3]'"
+            ) from None
+        self._answers: type[s3_answers] = s3_answers
 
     def writer_options(self, storage_options: dict[str, Any]) -> dict[str, Any]:
         config = dict(storage_options.get("config_kwargs") or {})
@@ -233,37 +242,13 @@ class S3fsDialect(Dialect):
             fs.retries = 1  # s3fs's own loop would resend a create that may have landed
 
     def create(self, fs: Any, path: str, data: bytes) -> None:
-        from botocore.exceptions import (
-            ClientError,
-            ConnectTimeoutError,
-            EndpointConnectionError,
-            NoCredentialsError,
-        )
-
+        # s3fs translates an error answer (FileExistsError for a failed If-None-Match) and
+        # keeps botocore's as its cause: docmem-s3's one table classifies it.
         try:
-            fs.pipe_file(path, data, mode="create")
-        except FileExistsError:
+            with self._answers("create", bucket=path.split("/", 1)[0]):
+                fs.pipe_file(path, data, mode="create")
+        except VersionConflict:
             raise _conflict() from None
-        except Exception as exc:
-            cause = exc if isinstance(exc, ClientError) else exc.__cause__
-            if isinstance(cause, ClientError):
-                raise _s3_answer(cause) from None
-            if isinstance(exc, (EndpointConnectionError, ConnectTimeoutError)):
-                raise _unavailable(self.label, exc) from None
-            if isinstance(exc, NoCredentialsError):
-                raise StoreNotConfigured("s3fs found no AWS credentials") from None
-            raise _unknown(self.label, exc) from None
-
-
-def _s3_answer(error: Any) -> DocmemError:
-    details = error.response.get("Error", {})
-    code = str(details.get("Code", "unknown"))
-    status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
-    if code in {"PreconditionFailed", "ConditionalRequestConflict"} or status in {409, 412}:
-        return _conflict()
-    if status >= 500:
-        return WriteOutcomeUnknown(f"the s3fs create may or may not have landed (HTTP {status})")
-    return StoreUnavailable(f"the s3fs create failed (HTTP {status}, {code})")
 
 
 class AdlfsDialect(Dialect):

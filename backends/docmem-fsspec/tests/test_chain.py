@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from conftest import Raw
+from fsspec_stores import Raw
 
 import docmem
 from docmem.errors import VersionConflict, WriteOutcomeUnknown

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from conftest import Raw, require, store_url, unavailable_url
+from fsspec_stores import Raw, require, store_url, unavailable_url
 from hypothesis import HealthCheck, settings
 
 import docmem

@@ -18,10 +18,12 @@ from typing import Any
 import fsspec
 import pytest
 from botocore.exceptions import ClientError
-from conftest import Raw, store_url
+from fsspec_stores import Raw, store_url
 
 import docmem
+from docmem.backend import ContendedKeys
 from docmem.errors import (
+    DocmemError,
     MutationAmbiguous,
     StoreNotConfigured,
     StoreUnavailable,
@@ -35,7 +37,6 @@ from docmem_fsspec.dialects import (
     AssumedDialect,
     LocalDialect,
     S3fsDialect,
-    _s3_answer,
     dialect_for,
 )
 
@@ -97,9 +98,29 @@ def test_an_implementation_too_old_for_exclusive_create_is_refused(
         dialect_for(s3fs.S3FileSystem, assume_atomic_create=False)
 
 
-def _client_error(code: str, status: int) -> ClientError:
-    response: Any = {"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": status}}
+def _client_error(code: str, status: int, **details: str) -> ClientError:
+    response: Any = {
+        "Error": {"Code": code, **details},
+        "ResponseMetadata": {"HTTPStatusCode": status},
+    }
     return ClientError(response, "PutObject")
+
+
+class _FailingCreate:
+    """A filesystem whose create raises ``error``, as s3fs's ``pipe_file`` would."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def pipe_file(self, path: str, data: bytes, mode: str) -> None:
+        raise self.error
+
+
+def _s3fs_create_error(raised: BaseException) -> DocmemError:
+    """What the s3fs dialect's create raises when s3fs raises ``raised``."""
+    with pytest.raises(DocmemError) as caught:
+        S3fsDialect().create(_FailingCreate(raised), f"bucket/root/k/{object_name(1)}", b"x")
+    return caught.value
 
 
 @pytest.mark.parametrize(
@@ -116,9 +137,49 @@ def _client_error(code: str, status: int) -> ClientError:
 def test_s3fs_create_answers_map_by_code_and_status(
     code: str, status: int, expected: type[Exception]
 ) -> None:
-    error = _s3_answer(_client_error(code, status))
+    from s3fs.errors import translate_boto_error
+
+    error = _s3fs_create_error(translate_boto_error(_client_error(code, status)))
     assert type(error) is expected
     assert code not in {"PreconditionFailed"} or "created it first" in str(error)
+
+
+def _s3fs_failures() -> list[Any]:
+    from botocore.exceptions import (
+        ConnectionClosedError,
+        EndpointConnectionError,
+        NoCredentialsError,
+    )
+    from s3fs.errors import translate_boto_error
+
+    lost = _client_error("PreconditionFailed", 412, Condition="If-None-Match")
+    return [
+        pytest.param(translate_boto_error(lost), VersionConflict, id="FileExistsError"),
+        pytest.param(lost, VersionConflict, id="untranslated"),
+        pytest.param(
+            translate_boto_error(_client_error("NotImplemented", 501)),
+            StoreUnavailable,
+            id="not-implemented",
+        ),
+        pytest.param(
+            EndpointConnectionError(endpoint_url="http://127.0.0.1:1"),
+            StoreUnavailable,
+            id="never-sent",
+        ),
+        pytest.param(NoCredentialsError(), StoreNotConfigured, id="no-credentials"),
+        pytest.param(
+            ConnectionClosedError(endpoint_url="http://x"), WriteOutcomeUnknown, id="answer-lost"
+        ),
+        pytest.param(TimeoutError(), WriteOutcomeUnknown, id="timeout"),
+    ]
+
+
+@pytest.mark.parametrize(("raised", "expected"), _s3fs_failures())
+def test_s3fs_create_failures_map_through_the_one_s3_table(
+    raised: BaseException, expected: type[Exception]
+) -> None:
+    """s3fs's translations and botocore's own exceptions: docmem-s3's rows decide."""
+    assert type(_s3fs_create_error(raised)) is expected
 
 
 # -- URLs and options ----------------------------------------------------------------------
@@ -220,6 +281,36 @@ def test_options_split_between_docmem_and_the_filesystem(tmp_path: Path) -> None
     assert (store.retain, store.grace, store.max_staleness) == (3, 90.0, 60.0)
     assert store.storage_options == {"auto_mkdir": False}
     assert store.url == f"fsspec+file://{tmp_path}"
+
+
+def test_filesystem_options_pass_through_unconverted(tmp_path: Path) -> None:
+    store = docmem.open_store(
+        f"fsspec+file://{tmp_path}?retain=4&auto_mkdir=false",
+        storage_options={"a": 1},
+        b=[2],
+    )
+    assert isinstance(store, FsspecBackend)
+    assert store.retain == 4
+    assert store.storage_options == {"a": 1, "auto_mkdir": "false", "b": [2]}
+
+
+def test_flags_arrive_as_words_or_bools() -> None:
+    for words in ("true", "YES", "on", "1"):
+        store = docmem.open_store(f"fsspec+memory://x?assume_atomic_create={words}")
+        assert isinstance(store, FsspecBackend)
+        assert store.assume_atomic_create is True
+    assert FsspecBackend("memory", "x", assume_atomic_create=True).assume_atomic_create is True
+    with pytest.raises(StoreNotConfigured, match="assume_atomic_create must be true or false"):
+        FsspecBackend("memory", "x", assume_atomic_create=1)  # type: ignore[arg-type]
+
+
+def test_a_bad_option_names_the_scheme_and_never_the_value() -> None:
+    with pytest.raises(StoreNotConfigured, match=r"^gs:// option grace ") as caught:
+        docmem.open_store("gs://bucket/prefix?grace=hunter2")
+    assert "hunter2" not in str(caught.value)
+    assert caught.value.__context__ is None
+    with pytest.raises(StoreNotConfigured, match="max_staleness must be less than grace"):
+        FsspecBackend("file", "/tmp/x", grace=5, max_staleness=5)
 
 
 def test_a_missing_bucket_or_container_is_unavailable_not_empty(kind: str, tmp_path: Path) -> None:
@@ -498,6 +589,31 @@ def test_a_key_another_client_writes_is_listed_before_the_next_save(
     document = mine.read()
     assert document is not None
     assert sorted(document.entries.values()) == ["five", "four", "one", "six", "three", "two"]
+
+
+def test_contended_keys_skip_the_cache_and_stay_bounded() -> None:
+    """The helper both plug-ins' read_recent use (docmem.backend.ContendedKeys)."""
+    cached = docmem.Stored(data=b"cached", version="v1")
+    fresh = docmem.Stored(data=b"fresh", version="v2")
+    reads: list[str] = []
+
+    def read(key: str) -> docmem.Stored:
+        reads.append(key)
+        return fresh
+
+    contended = ContendedKeys(2)
+    assert contended.read_recent("a", cached=lambda key: cached, read=read) == cached
+    assert contended.read_recent("a", cached=lambda key: None, read=read) == fresh
+    contended.add("a")
+    assert contended.read_recent("a", cached=lambda key: cached, read=read) == fresh
+    contended.discard("a")
+    assert contended.read_recent("a", cached=lambda key: cached, read=read) == cached
+    assert reads == ["a", "a"]
+    for key in ("a", "b", "c"):  # full at two: the third forgets the others
+        contended.add(key)
+    assert ("a" in contended, "b" in contended, "c" in contended) == (False, False, True)
+    with pytest.raises(docmem.InvalidArgument):
+        contended.read_recent("../k", cached=lambda key: cached, read=read)
 
 
 # -- delete, purge_history, history ---------------------------------------------------------

@@ -10,9 +10,9 @@ are docmem's (``docmem.errors``); two are this plug-in's own, both
 
 from __future__ import annotations
 
-from .backend import S3Backend, normalize_etag
+from .backend import S3Backend, normalize_etag, probe
 from .errors import ProtocolViolation
-from .probe import ConditionsNotHonoured, ProbeReport, probe
+from .probe import ConditionsNotHonoured, ProbeReport
 
 __all__ = [
     "ConditionsNotHonoured",

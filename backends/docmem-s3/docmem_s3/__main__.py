@@ -7,8 +7,8 @@ import sys
 
 import docmem
 
-from .backend import S3Backend
-from .probe import ConditionsNotHonoured, probe
+from .backend import S3Backend, probe
+from .probe import ConditionsNotHonoured
 
 
 def main(argv: list[str] | None = None) -> int:

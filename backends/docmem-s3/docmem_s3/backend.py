@@ -6,30 +6,34 @@ it. Conditional PUTs run with botocore's retries off (a resent PUT may already
 have landed) and short timeouts, inside docmem's own bounded loop; a timeout
 or a connection lost after the request went out is ``WriteOutcomeUnknown``,
 which :class:`docmem.FileMemory` settles through the document's journal.
-Every failure of a client call, whatever library raised it, becomes a docmem
-error (:func:`docmem_s3.errors.transport_failure`), and an answer without a
-well-formed ETag is refused, never used as a version
-(:func:`docmem_s3.errors.etag_of`).
+Every client call runs inside :class:`docmem_s3.errors.s3_answers`, so every
+answer and every failure, whatever library raised it, is classified by one
+table; an answer without a well-formed ETag is refused, never used as a
+version (:func:`docmem_s3.errors.etag_of`).
 
 Reads of a key seen before send ``If-None-Match: <etag>``: an unchanged
 document costs a 304 with no body, served from a small per-process cache.
 Before the first write through a store, once per process and (endpoint,
 bucket, prefix), the store must show that it honours the conditions
-(:func:`docmem_s3.probe.verify`); some "S3-compatible" servers ignore them.
+(:meth:`S3Backend.verify`, the checks in :mod:`docmem_s3.probe`); some
+"S3-compatible" servers ignore them.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator
-from typing import Any
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import boto3
+import msgspec
 from botocore.config import Config
-from botocore.exceptions import ClientError, NoRegionError
+from botocore.exceptions import NoRegionError
 
-from docmem.backend import Backend, LruCache, PerProcess, Stored, check_key, url_options
+from docmem.backend import Backend, ContendedKeys, LruCache, PerProcess, Stored, check_key
 from docmem.errors import (
     DocmemError,
     StoreNotConfigured,
@@ -37,39 +41,61 @@ from docmem.errors import (
     VersionConflict,
     WriteOutcomeUnknown,
 )
+from docmem.options import check_options, parse_options
 
 from .errors import (
-    MISSING,
-    NOT_MODIFIED,
+    Missing,
+    NotModified,
     Operation,
     ProtocolViolation,
-    answer,
-    classify,
     etag_of,
-    transport_failure,
+    s3_answers,
     usable_etag,
 )
-from .probe import verify_once
+from .probe import ProbeReport, Target, checks, race, refuse
 
-__all__ = ["S3Backend", "normalize_etag"]
+__all__ = ["S3Backend", "S3Options", "normalize_etag", "probe"]
 
 CONTENT_TYPE = "text/markdown; charset=utf-8"
 _SUFFIX = ".md"
-_SSE_MODES = {"AES256", "aws:kms", "aws:kms:dsse"}
-_OPTION_NAMES = (
-    "endpoint_url",
-    "region",
-    "sse",
-    "sse_kms_key_id",
-    "connect_timeout",
-    "read_timeout",
-    "max_attempts",
-    "cache_size",
-)
 #: A per-request hour is plenty (far above it, a socket timeout overflows time_t).
 _MAX_SECONDS = 3600.0
 #: botocore would keep retrying a dead store for hours with an unbounded count.
 _MAX_ATTEMPTS = 100
+
+_Text = Annotated[str | None, msgspec.Meta(description="text")]
+_RequestSeconds = Annotated[
+    float,
+    msgspec.Meta(
+        gt=0,
+        le=_MAX_SECONDS,
+        description=f"a number of seconds above 0 and at most {_MAX_SECONDS:g}",
+    ),
+]
+_Attempts = Annotated[
+    int,
+    msgspec.Meta(ge=1, le=_MAX_ATTEMPTS, description=f"a whole number from 1 to {_MAX_ATTEMPTS}"),
+]
+_CacheSize = Annotated[int, msgspec.Meta(ge=0, description="a whole number of at least 0")]
+
+
+class S3Options(msgspec.Struct, frozen=True, kw_only=True):
+    """The ``s3://`` options, from the URL query or keywords (see :mod:`docmem.options`).
+
+    Blank text (``region=``) is not given; :class:`S3Backend` documents each option.
+    """
+
+    endpoint_url: _Text = None
+    region: _Text = None
+    sse: Annotated[
+        Literal["AES256", "aws:kms", "aws:kms:dsse"] | None,
+        msgspec.Meta(description="AES256, aws:kms or aws:kms:dsse"),
+    ] = None
+    sse_kms_key_id: _Text = None
+    connect_timeout: _RequestSeconds = 2.0
+    read_timeout: _RequestSeconds = 5.0
+    max_attempts: _Attempts = 3
+    cache_size: _CacheSize = 1024
 
 
 def normalize_etag(etag: str) -> str:
@@ -114,53 +140,48 @@ class S3Backend(Backend):
     ) -> None:
         if not bucket:
             raise StoreNotConfigured("the s3:// URL names no bucket: use s3://bucket/prefix")
-        sse = _text(sse, "sse")
-        sse_kms_key_id = _text(sse_kms_key_id, "sse_kms_key_id")
-        if sse is not None and sse not in _SSE_MODES:
-            raise StoreNotConfigured("sse must be AES256, aws:kms or aws:kms:dsse")
-        if sse_kms_key_id and sse is None:
-            sse = "aws:kms"
+        given = {
+            "endpoint_url": endpoint_url,
+            "region": region,
+            "sse": sse,
+            "sse_kms_key_id": sse_kms_key_id,
+            "connect_timeout": connect_timeout,
+            "read_timeout": read_timeout,
+            "max_attempts": max_attempts,
+            "cache_size": cache_size,
+        }
+        checked = check_options(S3Options, given, scheme="s3")
         self.bucket = bucket
         self.prefix = prefix.strip("/")
-        self.endpoint_url = _text(endpoint_url, "endpoint_url")
-        self.region = _text(region, "region")
-        self.sse = sse
-        self.sse_kms_key_id = sse_kms_key_id
-        self.connect_timeout = _seconds(connect_timeout, "connect_timeout")
-        self.read_timeout = _seconds(read_timeout, "read_timeout")
-        self.max_attempts = _whole(max_attempts, "max_attempts", least=1, most=_MAX_ATTEMPTS)
-        self.cache_size = _whole(cache_size, "cache_size", least=0)
+        self.endpoint_url = checked.endpoint_url
+        self.region = checked.region
+        # A KMS key without a mode asks for SSE-KMS.
+        self.sse = checked.sse or ("aws:kms" if checked.sse_kms_key_id else None)
+        self.sse_kms_key_id = checked.sse_kms_key_id
+        self.connect_timeout = checked.connect_timeout
+        self.read_timeout = checked.read_timeout
+        self.max_attempts = checked.max_attempts
+        self.cache_size = checked.cache_size
         self._session = session
         self._given_client = client
         self._cache: LruCache[Stored] = LruCache(self.cache_size)
         # Keys whose last conditional PUT lost a race: another client writes them, so
         # read_recent asks the server (a 304 when nothing changed) until one GET is a 304.
-        self._contended: set[str] = set()
+        self._contended = ContendedKeys(self.cache_size)
         self._clients: PerProcess[tuple[Any, Any]] = PerProcess(self._build_clients)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> S3Backend:
         parts = urlsplit(url)
-        merged = url_options(url, options)
-        session = merged.pop("session", None)
-        client = merged.pop("client", None)
-        unknown = sorted(set(merged) - set(_OPTION_NAMES))
-        if unknown:
-            raise StoreNotConfigured(
-                f"unknown s3:// options: {', '.join(unknown)} (known: {', '.join(_OPTION_NAMES)})"
-            )
-        # Each option is checked (and a URL's text converted) by __init__, named in its error.
+        given = dict(options)
+        # Objects passed in code, never options of the URL.
+        session = given.pop("session", None)
+        client = given.pop("client", None)
+        checked = parse_options(S3Options, url, given, scheme="s3")
         return cls(
             parts.netloc,
             parts.path,
-            endpoint_url=merged.get("endpoint_url"),
-            region=merged.get("region"),
-            sse=merged.get("sse"),
-            sse_kms_key_id=merged.get("sse_kms_key_id"),
-            connect_timeout=merged.get("connect_timeout", 2.0),
-            read_timeout=merged.get("read_timeout", 5.0),
-            max_attempts=merged.get("max_attempts", 3),
-            cache_size=merged.get("cache_size", 1024),
+            **msgspec.structs.asdict(checked),
             session=session,
             client=client,
         )
@@ -241,19 +262,17 @@ class S3Backend(Backend):
         if cached is not None:
             request["IfNoneMatch"] = cached.version
         try:
-            response = reader.get_object(**request)
-            data = response["Body"].read()
-        except ClientError as exc:
-            result = self._classify("read", exc)
-            if result == NOT_MODIFIED and cached is not None:
-                self._contended.discard(key)
-                return cached
-            if result == MISSING:
-                self._cache.drop(key)
-                return None
-            raise self._error(result, "read", exc) from None
-        except Exception as exc:  # the client call is the boundary: see transport_failure
-            raise transport_failure("read", exc) from None
+            with s3_answers("read", bucket=self.bucket):
+                response = reader.get_object(**request)
+                data = response["Body"].read()
+        except NotModified:
+            if cached is None:
+                raise StoreUnavailable("the s3 read was answered 304 without a condition") from None
+            self._contended.discard(key)
+            return cached
+        except Missing:
+            self._cache.drop(key)
+            return None
         try:
             version = etag_of(response, "read")
         except ProtocolViolation:
@@ -269,18 +288,31 @@ class S3Backend(Backend):
         A key another client has been writing is read from the server instead
         (a 304 when unchanged), so a save does not send a PUT doomed to a 412.
         """
-        self.object_key(key)
-        cached = self._cache.get(key) if key not in self._contended else None
-        return cached if cached is not None else self.read(key)
+        return self._contended.read_recent(key, cached=self._cache.get, read=self.read)
 
     def write(self, key: str, data: bytes, *, expected: str | None) -> str:
         object_key = self.object_key(key)
-        verify_once(self)  # first: an unreachable store is unavailable, never a conflict
+        self.verify()  # first: an unreachable store is unavailable, never a conflict
         if expected is not None and not usable_etag(expected):
             # Never sent: an empty If-Match is no condition on some servers, and a token
             # that is no ETag cannot be the version of anything this store holds.
             raise VersionConflict("the s3 update names a version that is not an ETag")
         _, writer = self.clients()
+        operation: Operation = "create" if expected is None else "update"
+        try:
+            with s3_answers(operation, bucket=self.bucket):
+                response = writer.put_object(**self._put_request(object_key, data, expected))
+        except VersionConflict:
+            self._cache.drop(key)
+            self._contended.add(key)  # another client writes it: read_recent asks the server
+            raise
+        except DocmemError:
+            self._cache.drop(key)
+            raise
+        return self._written(key, data, response, operation)
+
+    def _put_request(self, object_key: str, data: bytes, expected: str | None) -> dict[str, Any]:
+        """The PutObject parameters: the condition, and server-side encryption if asked for."""
         request: dict[str, Any] = {
             "Bucket": self.bucket,
             "Key": object_key,
@@ -289,28 +321,13 @@ class S3Backend(Backend):
         }
         if expected is None:
             request["IfNoneMatch"] = "*"
-            operation: Operation = "create"
         else:
             request["IfMatch"] = expected
-            operation = "update"
         if self.sse is not None:
             request["ServerSideEncryption"] = self.sse
         if self.sse_kms_key_id:
             request["SSEKMSKeyId"] = self.sse_kms_key_id
-        try:
-            response = writer.put_object(**request)
-        except ClientError as exc:
-            self._cache.drop(key)
-            result = self._classify(operation, exc)
-            if result is VersionConflict:
-                if len(self._contended) >= max(self.cache_size, 1):
-                    self._contended.clear()  # bounded; forgetting only costs one 412 later
-                self._contended.add(key)
-            raise self._error(result, operation, exc) from None
-        except Exception as exc:  # the client call is the boundary: see transport_failure
-            self._cache.drop(key)
-            raise transport_failure(operation, exc) from None
-        return self._written(key, data, response, operation)
+        return request
 
     def _written(self, key: str, data: bytes, response: Any, operation: Operation) -> str:
         """The version a write's 200 answer names; without a usable one the outcome is unknown.
@@ -334,14 +351,8 @@ class S3Backend(Backend):
         object_key = self.object_key(key)
         reader, _ = self.clients()
         self._cache.drop(key)
-        try:
+        with contextlib.suppress(Missing), s3_answers("delete", bucket=self.bucket):
             reader.delete_object(Bucket=self.bucket, Key=object_key)
-        except ClientError as exc:
-            result = self._classify("delete", exc)
-            if result != MISSING:
-                raise self._error(result, "delete", exc) from None
-        except Exception as exc:  # the client call is the boundary: see transport_failure
-            raise transport_failure("delete", exc) from None
 
     def keys(self) -> Iterator[str]:
         prefix = f"{self.prefix}/" if self.prefix else ""
@@ -359,21 +370,14 @@ class S3Backend(Backend):
     def _pages(self, prefix: str) -> Iterator[dict[str, Any]]:
         """The listing's pages, each fetch's failure a docmem error (the consumer's are not)."""
         reader, _ = self.clients()
-        try:
-            pages = iter(
-                reader.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
-            )
-        except Exception as exc:  # the client call is the boundary: see transport_failure
-            raise transport_failure("list", exc) from None
+        with s3_answers("list", bucket=self.bucket):
+            paginator = reader.get_paginator("list_objects_v2")
+            pages = iter(paginator.paginate(Bucket=self.bucket, Prefix=prefix))
         while True:
-            try:
-                page = next(pages)
-            except StopIteration:
+            with s3_answers("list", bucket=self.bucket):
+                page = next(pages, None)
+            if page is None:
                 return
-            except ClientError as exc:
-                raise self._error(self._classify("list", exc), "list", exc) from None
-            except Exception as exc:  # the client call is the boundary: see transport_failure
-                raise transport_failure("list", exc) from None
             yield page
 
     def close(self) -> None:
@@ -383,72 +387,76 @@ class S3Backend(Backend):
                 if client is not self._given_client:
                     client.close()
 
-    # -- errors ----------------------------------------------------------------
+    # -- first-write verification ----------------------------------------------
 
-    @staticmethod
-    def _classify(operation: Operation, exc: ClientError) -> object:
-        return classify(operation, *answer(exc))
+    def verify(self) -> None:
+        """Check the store honours the conditions, once per process and :attr:`identity`.
 
-    def _error(self, result: object, operation: Operation, exc: ClientError) -> DocmemError:
-        code, status = answer(exc)
-        code = code or "unknown"
-        if result is VersionConflict:
-            return VersionConflict(f"the s3 {operation} condition did not hold ({code})")
-        if result is WriteOutcomeUnknown:
-            return WriteOutcomeUnknown(
-                f"the s3 {operation} may or may not have landed (HTTP {status}, {code})"
-            )
-        if code == "NoSuchBucket":
-            return StoreUnavailable(f"the s3 bucket {self.bucket!r} does not exist")
-        return StoreUnavailable(f"the s3 {operation} failed (HTTP {status}, {code})")
+        Concurrent first writes to one store wait for a single verification;
+        other stores are not held up. ConditionsNotHonoured if it fails.
+        """
+        _verified.once(self.identity, lambda: refuse(checks(self._target())))
+
+    def _target(self) -> Target:
+        reader, writer = self.clients()
+        return Target(reader=reader, writer=writer, bucket=self.bucket, prefix=self.prefix)
 
 
-def _text(value: object, option: str) -> str | None:
-    """A text option: ``None`` (or blank, as a URL spells "not given") or a string."""
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise StoreNotConfigured(f"the s3 option {option} must be text")
-    return value
+def probe(store: S3Backend, *, writers: int = 8) -> ProbeReport:
+    """Every check on ``store``, a race of ``writers`` concurrent creates included.
 
-
-def _seconds(value: object, option: str) -> float:
-    """A timeout: a finite number of seconds above 0 (a URL gives it as text).
-
-    ``None``, NaN or infinity would fail every request (or overflow the socket)
-    later, far from the mistake; a bool is a typo for a number.
+    What ``python -m docmem_s3 probe URL`` runs; raises ConditionsNotHonoured
+    if a check fails. A store that passes counts as verified in this process.
     """
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            value = None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or not 0 < value <= _MAX_SECONDS
-    ):
-        raise StoreNotConfigured(
-            f"the s3 option {option} must be a number of seconds above 0 and at most "
-            f"{_MAX_SECONDS:g}"
-        )
-    return float(value)
+    target = store._target()
+    found = checks(target)
+    if all(passed for _, passed in found):
+        found.append(race(target, writers))
+    refuse(found)
+    _verified.mark(store.identity)
+    return ProbeReport(tuple(found))
 
 
-def _whole(value: object, option: str, *, least: int, most: int | None = None) -> int:
-    """A count: a whole number in ``[least, most]`` (a URL gives it as text; never a bool)."""
-    if isinstance(value, str):
-        try:
-            value = int(value)
-        except ValueError:
-            value = None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or value < least
-        or (most is not None and value > most)
-    ):
-        bound = f"from {least} to {most}" if most is not None else f"of at least {least}"
-        raise StoreNotConfigured(f"the s3 option {option} must be a whole number {bound}")
-    return value
+class _OncePerIdentity:
+    """The store identities this process has verified, and a lock per one being verified.
+
+    The registry's own lock guards only its two collections and is never held
+    across network I/O; an identity's lock is held while that store is
+    verified, so concurrent first writes to it verify once and other stores
+    are not held up. A forked child gets fresh locks (one held by another
+    parent thread would never be released) and keeps what was verified.
+    """
+
+    def __init__(self) -> None:
+        self._done: set[tuple[str, str, str]] = set()
+        self._lock = threading.Lock()
+        self._locks: dict[tuple[str, str, str], threading.Lock] = {}
+
+    def once(self, identity: tuple[str, str, str], check: Callable[[], None]) -> None:
+        """Run ``check`` unless ``identity`` passed it in this process; mark it when it does."""
+        if identity in self._done:
+            return
+        with self._lock_of(identity):
+            if identity in self._done:
+                return
+            check()
+            self.mark(identity)
+
+    def mark(self, identity: tuple[str, str, str]) -> None:
+        with self._lock:
+            self._done.add(identity)
+            self._locks.pop(identity, None)  # no longer needed: the fast path answers
+
+    def _lock_of(self, identity: tuple[str, str, str]) -> threading.Lock:
+        with self._lock:
+            return self._locks.setdefault(identity, threading.Lock())
+
+    def reset_after_fork(self) -> None:
+        """In a forked child only the forking thread lives on: a lock another held stays held."""
+        self._lock = threading.Lock()
+        self._locks = {}
+
+
+_verified = _OncePerIdentity()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_verified.reset_after_fork)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 import pytest
-from conftest import endpoint_of, free_port, raw_client, store_url
+from s3_servers import endpoint_of, free_port, raw_client, store_url
 
 import docmem
 from docmem.testing import BackendFactory, BackendTests, RawAccess

@@ -48,8 +48,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import pytest
-from conftest import SERVERS, bucket, endpoint_of, store_url
 from faultproxy import FaultPlan, FaultProxy
+from s3_servers import SERVERS, bucket, endpoint_of, store_url
 
 import docmem
 from docmem.tools import mutation_id_for

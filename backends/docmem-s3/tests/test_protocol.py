@@ -16,13 +16,12 @@ from typing import Any
 import pytest
 import urllib3.exceptions
 from botocore.exceptions import BotoCoreError, ClientError, ConnectionClosedError
-from conftest import bucket, raw_client, store_url
 from cutproxy import CuttingProxy
+from s3_servers import bucket, raw_client, store_url
 
 import docmem
 from docmem_s3 import ProtocolViolation, S3Backend
 from docmem_s3.errors import usable_etag
-from docmem_s3.probe import verify_once
 
 pytestmark = pytest.mark.integration
 
@@ -101,7 +100,7 @@ def test_a_write_answered_without_a_usable_etag_has_an_unknown_outcome(
     open_s3: Callable[..., S3Backend], etag: str | None
 ) -> None:
     store = open_s3()
-    verify_once(store)  # before the falsified answers: the probe would refuse them
+    store.verify()  # before the falsified answers: the probe would refuse them
     _, writer = store.clients()
     rewrite_etag(writer, "PutObject", etag)
     with pytest.raises(docmem.WriteOutcomeUnknown, match="ETag") as caught:
@@ -139,7 +138,7 @@ def test_blank_etags_lose_no_update(open_s3: Callable[..., S3Backend], etag: str
     """The lost update: a blank version cached from a PUT answer became an If-Match."""
     first = open_s3()
     second = open_s3(first.prefix)
-    verify_once(first)
+    first.verify()
     _, writer = first.clients()
     rewrite_etag(writer, "PutObject", etag)
     sent = record_conditions(writer)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ReadTimeoutError
-from conftest import REGION, bucket, endpoint_of, free_port, raw_client, store_url
+from s3_servers import REGION, bucket, endpoint_of, free_port, raw_client, store_url
 
 import docmem
 from docmem_s3 import ConditionsNotHonoured, S3Backend, probe

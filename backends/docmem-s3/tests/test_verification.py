@@ -20,7 +20,6 @@ import pytest
 import docmem
 from docmem_s3 import ConditionsNotHonoured, S3Backend, probe
 from docmem_s3.errors import usable_etag
-from docmem_s3.probe import verify_once
 
 pytestmark = pytest.mark.integration
 
@@ -83,7 +82,7 @@ def test_the_probe_says_up_front_that_weak_etags_fail_every_update(
         probe(store)
     assert "every update would fail" in str(caught.value)
     with pytest.raises(ConditionsNotHonoured, match="weak ETags"):
-        verify_once(store)
+        store.verify()
 
 
 def test_the_probe_refuses_etags_the_server_does_not_match(
@@ -100,7 +99,7 @@ def test_the_probe_refuses_etags_the_server_does_not_match(
 
 
 class _HeldVerification:
-    """A thread inside verify_once(store), stopped in its first PUT until released."""
+    """A thread inside store.verify(), stopped in its first PUT until released."""
 
     def __init__(self, store: S3Backend) -> None:
         self.inside = threading.Event()
@@ -118,7 +117,7 @@ class _HeldVerification:
 
     def _run(self, store: S3Backend) -> None:
         try:
-            verify_once(store)
+            store.verify()
         except BaseException as exc:
             self.errors.append(exc)
 
@@ -153,7 +152,7 @@ def test_a_child_forked_during_verification_verifies_on_its_own(
         if pid == 0:  # the child: only this thread exists here
             code = 1
             try:
-                verify_once(store)  # the same store: its own clients, its own lock
+                store.verify()  # the same store: its own clients, its own lock
                 code = 0
             finally:
                 os._exit(code)
@@ -170,7 +169,7 @@ def test_one_store_verifying_does_not_hold_up_another(
     slow, other = open_s3(), open_s3()
     held = _HeldVerification(slow)
     try:
-        done = threading.Thread(target=verify_once, args=(other,), daemon=True)
+        done = threading.Thread(target=other.verify, daemon=True)
         done.start()
         done.join(30)
         assert not done.is_alive(), "verifying one store waited for another's verification"
@@ -192,7 +191,7 @@ def test_concurrent_first_writes_verify_a_store_once(open_s3: Callable[..., S3Ba
 
     def first_write() -> None:
         barrier.wait()
-        verify_once(store)
+        store.verify()
 
     threads = [threading.Thread(target=first_write) for _ in range(4)]
     for thread in threads:

@@ -88,8 +88,10 @@ store's reader and writer filesystems; aiobotocore emits the same event). The
 notes give requests per timed call. Each side works under a fresh prefix
 (uuid), deleted afterwards.
 
-Benchmarks never fail a build: the exit status is 0 whatever the results; a
-row that raises is reported as failed and the other rows still run.
+``--json`` prints the results as one JSON object instead of the table, for
+comparisons over time (benchmarks/README.md describes it). Benchmarks never
+fail a build: the exit status is 0 whatever the results; a row that raises is
+reported as failed and the other rows still run.
 """
 
 from __future__ import annotations
@@ -97,43 +99,25 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import dataclasses
-import importlib.metadata
 import math
-import os
-import platform
 import statistics
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from harness import (
-    SLOT,
-    Prefixes,
-    Requests,
-    Result,
-    S3Endpoint,
-    Sample,
-    Tally,
+from harness.arguments import (
     add_contention_arguments,
     add_endpoint_arguments,
-    bind,
-    changes,
-    check_bucket,
-    clock,
-    compared,
-    contended_saves,
+    add_output_arguments,
     endpoint_arguments,
-    interleave,
-    layout,
-    log,
-    notes,
     override,
-    recall_after,
-    seeded,
-    settle,
-    timed_save,
 )
+from harness.contention import Tally, contended_saves
+from harness.report import Result, compared, describe, json_report, layout, notes, versions
+from harness.s3 import Prefixes, Requests, S3Endpoint, check_bucket
+from harness.timing import Sample, clock, interleave, log, settle
+from harness.workload import SLOT, bind, changes, recall_after, seeded, timed_save
 
 import docmem
 from docmem.document import MAX_DOCUMENT_BYTES
@@ -255,6 +239,7 @@ def compare(
     fsspec_side: Side,
     s3_side: Side,
     *,
+    detail: str = "",
     extra_notes: Sequence[str] = (),
 ) -> Result:
     """Warm up, then interleave ``runs`` rounds: both medians, requests per call, listing sizes."""
@@ -281,6 +266,7 @@ def compare(
         target=math.inf,
         runs=runs,
         notes=tuple(notes),
+        detail=detail,
     )
 
 
@@ -382,11 +368,12 @@ def bench_recall_hot(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
     fsspec_side, s3_side = build(endpoint, prefixes, "recall-hot", {}, side)
     size = listing_size(fsspec_side.store, fsspec_side.key)
     return compare(
-        f"recall, unchanged, hot key ({size} objects)",
+        "recall, unchanged, hot key",
         settings,
         settings.recall_runs,
         fsspec_side,
         s3_side,
+        detail=f"{size} objects",
     )
 
 
@@ -525,7 +512,7 @@ def report_table(results: Sequence[Result]) -> str:
     return layout(rows, numeric={1, 2, 3, 4, 7})
 
 
-def parse_arguments(argv: Sequence[str] | None) -> tuple[Settings, Endpoint]:
+def parse_arguments(argv: Sequence[str] | None) -> tuple[Settings, Endpoint, bool]:
     parser = argparse.ArgumentParser(
         description="Benchmark docmem-fsspec (s3fs) against docmem-s3 on one S3 endpoint."
     )
@@ -537,9 +524,11 @@ def parse_arguments(argv: Sequence[str] | None) -> tuple[Settings, Endpoint]:
     parser.add_argument("--write-runs", type=int, help="timed runs per side of the other rows")
     parser.add_argument("--hot-versions", type=int, help="extra versions of the hot key")
     add_contention_arguments(parser)
+    add_output_arguments(parser)
     arguments = parser.parse_args(argv)
     endpoint = Endpoint(*endpoint_arguments(parser, arguments))
-    return override(parser, QUICK if arguments.quick else FULL, arguments), endpoint
+    settings = override(parser, QUICK if arguments.quick else FULL, arguments)
+    return settings, endpoint, arguments.json
 
 
 Bench = Callable[[Endpoint, Prefixes, Settings], Result]
@@ -575,7 +564,7 @@ def benches() -> list[tuple[str, Bench]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    settings, endpoint = parse_arguments(argv)
+    settings, endpoint, as_json = parse_arguments(argv)
     check_bucket(endpoint, "benchmarks/fsspec_store.py")
     started = time.monotonic()
     prefixes = Prefixes(endpoint)
@@ -597,14 +586,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             log(f"{name}: {time.monotonic() - phase:.1f} s")
     finally:
         prefixes.clean_up()
-    versions = ", ".join(
-        f"{name} {importlib.metadata.version(name)}"
-        for name in ("docmem", "docmem-fsspec", "docmem-s3", "s3fs", "aiobotocore", "boto3")
-    )
-    print(
-        f"{versions}, Python {platform.python_version()}, "
-        f"{platform.system()} {platform.release()}, {os.cpu_count()} CPUs"
-    )
+    found = versions("docmem-fsspec", "docmem-s3", "s3fs", "aiobotocore", "boto3")
+    if as_json:
+        context = {"endpoint": endpoint.url, "bucket": endpoint.bucket, "region": endpoint.region}
+        print(
+            json_report(
+                "fsspec",
+                results,
+                settings=settings,
+                found=found,
+                context=context,
+                started=started,
+                errors=errors,
+            )
+        )
+        return 0
+    print(describe(found))
     print(f"endpoint {endpoint.url}, bucket {endpoint.bucket}; medians of interleaved runs")
     print("ratio = fsspec median / s3 median; difference = fsspec - s3; no target yet")
     print()

@@ -20,8 +20,10 @@ hits both alike, and reports the ratio of the two medians against a target:
   ``LocalBackend.path(key)`` without fsync): populating them through
   ``save()`` would fsync 100,000 times.
 
-Benchmarks never fail a build: the exit status is 0 whether a target is met
-(PASS) or not (MISS).
+``--json`` prints the results as one JSON object instead of the table, for
+comparisons over time (benchmarks/README.md describes it). Benchmarks never
+fail a build: the exit status is 0 whether a target is met (PASS) or not
+(MISS).
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ import dataclasses
 import gc
 import os
 import pathlib
-import platform
 import shutil
 import statistics
 import sys
@@ -41,20 +42,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from harness import (
-    ENTRIES,
-    Result,
-    Sample,
-    bind,
-    clock,
-    interleave,
-    log,
-    override,
-    save_text,
-    seeded,
-    table,
-    verdict,
-)
+from harness.arguments import add_output_arguments, override
+from harness.report import Result, describe, json_report, table, verdict, versions
+from harness.timing import Sample, clock, interleave, log
+from harness.workload import ENTRIES, bind, save_text, seeded
 
 import docmem
 from docmem.backends.local import LocalBackend
@@ -223,7 +214,8 @@ def bench_save(base: str, settings: Settings) -> Result:
     settle()
     docmem_times, raw_times = interleave(settings.save_runs, save, raw)
     return Result(
-        name=f"save, {ENTRIES} entries ({len(written):,} B)",
+        name=f"save, {ENTRIES} entries",
+        detail=f"{len(written):,} B",
         subject=statistics.median(docmem_times),
         baseline=statistics.median(raw_times),
         baseline_name="raw atomic write",
@@ -257,7 +249,8 @@ def bench_recall(base: str, settings: Settings) -> Result:
     settle()
     docmem_times, raw_times = interleave(settings.recall_rounds, recall, raw)
     return Result(
-        name=f"recall, {ENTRIES} entries ({len(raw_read(path)):,} B)",
+        name=f"recall, {ENTRIES} entries",
+        detail=f"{len(raw_read(path)):,} B",
         subject=statistics.median(docmem_times),
         baseline=statistics.median(raw_times),
         baseline_name="open + read",
@@ -360,7 +353,7 @@ def scratch(parent: str | None) -> Iterator[str]:
         remove_tree(base)
 
 
-def parse_arguments(argv: Sequence[str] | None) -> tuple[Settings, str | None]:
+def parse_arguments(argv: Sequence[str] | None) -> tuple[Settings, str | None, bool]:
     parser = argparse.ArgumentParser(
         description="Benchmark docmem's file:// store against raw baselines in the same run."
     )
@@ -374,15 +367,16 @@ def parse_arguments(argv: Sequence[str] | None) -> tuple[Settings, str | None]:
     parser.add_argument("--recall-rounds", type=int, help="timed recall batches per side")
     parser.add_argument("--scale-runs", type=int, help="timed saves per store and scope kind")
     parser.add_argument("--large-scopes", type=int, help="scopes in the large store")
+    add_output_arguments(parser)
     arguments = parser.parse_args(argv)
     settings = override(parser, QUICK if arguments.quick else FULL, arguments)
     if settings.large_scopes < settings.small_scopes:
         parser.error(f"--large-scopes must be at least {settings.small_scopes}")
-    return settings, arguments.dir
+    return settings, arguments.dir, arguments.json
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    settings, parent = parse_arguments(argv)
+    settings, parent, as_json = parse_arguments(argv)
     started = time.monotonic()
     results: list[Result] = []
     with scratch(parent) as base:
@@ -396,12 +390,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         log(f"scale: {time.monotonic() - phase:.1f} s")
         phase = time.monotonic()
     log(f"clean-up: {time.monotonic() - phase:.1f} s")
-    print(
-        f"docmem {docmem.__version__} from {os.path.dirname(docmem.__file__)}, "
-        f"Python {platform.python_version()}, {platform.system()} {platform.release()}, "
-        f"{os.cpu_count()} CPUs"
-    )
-    print(f"stores in {parent or tempfile.gettempdir()}; medians of interleaved runs")
+    found = versions()
+    directory = parent or tempfile.gettempdir()
+    if as_json:
+        context = {"directory": directory, "docmem_from": os.path.dirname(docmem.__file__)}
+        print(
+            json_report(
+                "local", results, settings=settings, found=found, context=context, started=started
+            )
+        )
+        return 0
+    print(f"{describe(found)}; docmem from {os.path.dirname(docmem.__file__)}")
+    print(f"stores in {directory}; medians of interleaved runs")
     print("ratio = docmem median / baseline median; difference = docmem - baseline")
     print()
     print(table(results))

@@ -46,17 +46,16 @@ is counted per operation and status with a botocore event hook on both sides
 (same overhead for both); the notes under the table show requests per timed
 call. Each benchmark works under a fresh prefix (uuid), deleted afterwards.
 
-Benchmarks never fail a build: the exit status is 0 whether a target is met
-(PASS) or not (MISS).
+``--json`` prints the results as one JSON object instead of the table, for
+comparisons over time (benchmarks/README.md describes it). Benchmarks never
+fail a build: the exit status is 0 whether a target is met (PASS) or not
+(MISS).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.metadata
-import os
-import platform
 import statistics
 import sys
 import time
@@ -66,42 +65,24 @@ from typing import Any
 import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
-from harness import (
-    SLOT,
-    Prefixes,
-    Requests,
-    Result,
-    S3Endpoint,
-    Sample,
-    Tally,
+from harness.arguments import (
     add_contention_arguments,
     add_endpoint_arguments,
-    bind,
-    changes,
-    check_bucket,
-    clock,
-    contended_saves,
+    add_output_arguments,
     endpoint_arguments,
-    entry_text,
-    interleave,
-    log,
-    notes,
     override,
-    present,
-    recall_after,
-    run_threads,
-    seeded,
-    settle,
-    status_of,
-    table,
-    timed_save,
-    verdict,
 )
+from harness.contention import Tally, contended_saves, entry_text, present, run_threads
+from harness.report import Result, describe, json_report, notes, table, verdict, versions
+from harness.s3 import Prefixes, Requests, S3Endpoint, check_bucket
+from harness.timing import Sample, clock, interleave, log, settle
+from harness.workload import SLOT, bind, changes, recall_after, seeded, timed_save
 
 import docmem
 from docmem.document import MAX_DOCUMENT_BYTES
 from docmem_s3 import S3Backend
 from docmem_s3.backend import CONTENT_TYPE
+from docmem_s3.errors import Missing, answer, classify
 
 NAMESPACE = "bench:s3"
 
@@ -175,9 +156,8 @@ class Endpoint(S3Endpoint):
 
 
 def is_conflict(exc: ClientError) -> bool:
-    """A lost conditional write: 412, or 409 (another conditional write in flight)."""
-    status, code = status_of(exc)
-    return status in (409, 412) or code in ("PreconditionFailed", "ConditionalRequestConflict")
+    """A lost conditional write (412, or 409: another one in flight), as docmem-s3 maps it."""
+    return classify("update", *answer(exc)) is docmem.VersionConflict
 
 
 @dataclasses.dataclass
@@ -196,8 +176,7 @@ class Raw:
         try:
             response = self.reader.get_object(Bucket=self.bucket, Key=key)
         except ClientError as exc:
-            status, code = status_of(exc)
-            if status == 404 or code == "NoSuchKey":
+            if classify("read", *answer(exc)) is Missing:
                 return None
             raise
         return response["Body"].read(), str(response["ETag"])
@@ -258,7 +237,8 @@ def bench_recall_unchanged(endpoint: Endpoint, prefixes: Prefixes, settings: Set
     subject, base, notes = measure(settings.warmup, runs, recall, baseline, ours, theirs)
     raw.close()
     return Result(
-        name=f"recall, unchanged ({size:,} B)",
+        name="recall, unchanged",
+        detail=f"{size:,} B",
         subject=subject,
         baseline=base,
         baseline_name="raw get_object",
@@ -292,7 +272,8 @@ def bench_recall_changed(endpoint: Endpoint, prefixes: Prefixes, settings: Setti
     size = len(fetch(raw, key)[0])
     raw.close()
     return Result(
-        name=f"recall, after another client's write ({size:,} B)",
+        name="recall, after another client's write",
+        detail=f"{size:,} B",
         subject=subject,
         baseline=base,
         baseline_name="raw get_object",
@@ -337,7 +318,8 @@ def bench_save_cold(endpoint: Endpoint, prefixes: Prefixes, settings: Settings) 
     subject, base, notes = measure(settings.warmup, runs, save, baseline, ours, theirs)
     raw.close()
     return Result(
-        name=f"save, cold cache ({len(written):,} B)",
+        name="save, cold cache",
+        detail=f"{len(written):,} B",
         subject=subject,
         baseline=base,
         baseline_name="raw get + conditional put",
@@ -389,7 +371,8 @@ def bench_save_stale(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
     raw.close()
     other_raw.close()
     return Result(
-        name=f"save, after another client's write ({len(written):,} B)",
+        name="save, after another client's write",
+        detail=f"{len(written):,} B",
         subject=subject,
         baseline=base,
         baseline_name="raw get + conditional put",
@@ -431,7 +414,8 @@ def bench_save_fresh(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
     subject, base, notes = measure(settings.warmup, runs, save, baseline, ours, theirs)
     raw.close()
     return Result(
-        name=f"save, fresh cached version ({len(written):,} B)",
+        name="save, fresh cached version",
+        detail=f"{len(written):,} B",
         subject=subject,
         baseline=base,
         baseline_name="raw conditional put",
@@ -500,7 +484,8 @@ def bench_contention(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
                     except ClientError as exc:
                         if is_conflict(exc):
                             continue
-                        raw_tally.error(f"{status_of(exc)}")
+                        code, status = answer(exc)
+                        raw_tally.error(f"HTTP {status} {code}")
                         break
                     except BotoCoreError as exc:
                         raw_tally.error(type(exc).__name__)
@@ -540,7 +525,7 @@ def bench_contention(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
 # -- report -----------------------------------------------------------------
 
 
-def parse_arguments(argv: Sequence[str] | None) -> tuple[Settings, Endpoint]:
+def parse_arguments(argv: Sequence[str] | None) -> tuple[Settings, Endpoint, bool]:
     parser = argparse.ArgumentParser(
         description="Benchmark docmem's s3:// store against raw boto3 baselines in the same run."
     )
@@ -549,13 +534,15 @@ def parse_arguments(argv: Sequence[str] | None) -> tuple[Settings, Endpoint]:
     parser.add_argument("--recall-runs", type=int, help="timed recalls per side and benchmark")
     parser.add_argument("--save-runs", type=int, help="timed saves per side and benchmark")
     add_contention_arguments(parser)
+    add_output_arguments(parser)
     arguments = parser.parse_args(argv)
     endpoint = Endpoint(*endpoint_arguments(parser, arguments))
-    return override(parser, QUICK if arguments.quick else FULL, arguments), endpoint
+    settings = override(parser, QUICK if arguments.quick else FULL, arguments)
+    return settings, endpoint, arguments.json
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    settings, endpoint = parse_arguments(argv)
+    settings, endpoint, as_json = parse_arguments(argv)
     check_bucket(endpoint, "benchmarks/s3.py")
     started = time.monotonic()
     prefixes = Prefixes(endpoint)
@@ -579,11 +566,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             log(f"{name}: {time.monotonic() - phase:.1f} s")
     finally:
         prefixes.clean_up()
-    print(
-        f"docmem {docmem.__version__}, docmem-s3 {importlib.metadata.version('docmem-s3')}, "
-        f"boto3 {boto3.__version__}, Python {platform.python_version()}, "
-        f"{platform.system()} {platform.release()}, {os.cpu_count()} CPUs"
-    )
+    found = versions("docmem-s3", "boto3")
+    if as_json:
+        context = {"endpoint": endpoint.url, "bucket": endpoint.bucket, "region": endpoint.region}
+        print(
+            json_report(
+                "s3", results, settings=settings, found=found, context=context, started=started
+            )
+        )
+        return 0
+    print(describe(found))
     print(f"endpoint {endpoint.url}, bucket {endpoint.bucket}; medians of interleaved runs")
     print("ratio = docmem median / baseline median; difference = docmem - baseline")
     print()

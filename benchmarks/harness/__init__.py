@@ -1,0 +1,16 @@
+"""What the benchmark scripts share, one module per job.
+
+Every benchmark measures docmem against a baseline in the same run, alternating
+the two (A/B, then B/A, ...) so the noise of a shared machine hits both alike,
+and reports the ratio of the medians against a target.
+
+* :mod:`harness.timing`: clocks and the A/B interleaving.
+* :mod:`harness.arguments`: the command line (counts, endpoint, ``--json``).
+* :mod:`harness.workload`: the docmem side (seeded memories, timed saves and recalls).
+* :mod:`harness.contention`: many writers saving to one scope, and the check afterwards.
+* :mod:`harness.s3`: the S3 endpoint, fresh prefixes and their clean-up, request counting.
+* :mod:`harness.report`: a result row, the table, the JSON report.
+
+:mod:`harness.s3` imports boto3, botocore and docmem_s3 only when called, so
+``local.py`` needs docmem alone.
+"""

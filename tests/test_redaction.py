@@ -12,38 +12,11 @@ import pytest
 from wrappers import ScriptedBackend
 
 import docmem
-from docmem.backends.memory import MemoryBackend
+from docmem.backends.inmemory import MemoryBackend
 from docmem.document import MemoryDocument, serialize
 from docmem.recall import Recalled, RecallLedger
 from docmem.slot import RecallContext
-
-CANARY = "CANARY-7f3a9c-memory-text"
-SCOPE_CANARY = "SCOPE-CANARY-u_8d1e"
-
-
-def chain(error: BaseException) -> list[BaseException]:
-    """Every exception reachable through ``__cause__`` and ``__context__``, each once.
-
-    Both links, always: ``raise ... from None`` only hides ``__context__`` from
-    tracebacks, an error tracker that walks the chain still ships it.
-    """
-    found: list[BaseException] = []
-    pending: list[BaseException | None] = [error]
-    while pending:
-        current = pending.pop()
-        if current is None or any(current is seen for seen in found):
-            continue
-        found.append(current)
-        pending.extend([current.__cause__, current.__context__])
-    return found
-
-
-def all_text(error: BaseException) -> str:
-    """str, repr and args of the error and of every exception in its chain."""
-    parts: list[str] = []
-    for link in chain(error):
-        parts.extend([str(link), repr(link), *map(str, link.args), *map(repr, link.args)])
-    return "\n".join(parts)
+from docmem.testing.redaction import CANARY, SCOPE_CANARY, all_text
 
 
 def error_paths(mem: docmem.BoundMemory, backend: ScriptedBackend) -> list[Callable[[], object]]:

@@ -20,13 +20,13 @@ import logging
 import os
 import re
 import stat
+import uuid
 
+from docmem.backends._durable import ensure_directory, fsync_directory, link_new_file
+from docmem.backends.local import MARKER, MARKER_CONTENT
 from docmem.errors import StoreUnavailable
 
 __all__ = ["MARKER", "MARKER_CONTENT", "require_store"]
-
-MARKER = ".docmem-store"
-MARKER_CONTENT = b"docmem store\n"
 
 logger = logging.getLogger("docmem_fsspec")
 
@@ -115,43 +115,23 @@ def _folder_holds_log(folder: str) -> bool:
 
 def _make_folders(path: str) -> None:
     """Create ``path`` and its missing parents, each new name made durable in its parent."""
-    parent = os.path.dirname(path)
-    if parent != path and not _is_folder(parent):
-        _make_folders(parent)
     try:
-        os.mkdir(path, 0o755)
-    except FileExistsError:
-        pass
+        ensure_directory(path)
     except OSError as exc:
         raise StoreUnavailable(f"cannot create the fsspec+file root ({exc.strerror})") from None
-    _fsync_folder(parent)
 
 
 def _write_marker(root: str) -> None:
-    """Create the marker once (a concurrent creator's marker is as good) and make it durable."""
-    path = os.path.join(root, MARKER)
+    """Publish the marker durably, never over an existing one (a concurrent creator's is as good).
+
+    Written as the core's ``file://`` writes its own (:mod:`docmem.backends._durable`:
+    ``O_EXCL``, ``O_NOFOLLOW``, ``O_CLOEXEC``, mode ``0o600``): to a fresh
+    temporary name, fsynced, then ``os.link``-ed into place, so the marker
+    never exists half written and nothing existing is written over.
+    """
+    temporary = os.path.join(root, f"{MARKER}.tmp-{uuid.uuid4().hex}")
     try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-    except FileExistsError:
-        return
+        link_new_file(os.path.join(root, MARKER), MARKER_CONTENT, temp=temporary)
+        fsync_directory(root)  # also when another creator linked it a moment ago
     except OSError as exc:
         raise StoreUnavailable(f"cannot mark the fsspec+file store ({exc.strerror})") from None
-    try:
-        os.write(descriptor, MARKER_CONTENT)
-        os.fsync(descriptor)
-    except OSError as exc:
-        raise StoreUnavailable(f"cannot mark the fsspec+file store ({exc.strerror})") from None
-    finally:
-        os.close(descriptor)
-    _fsync_folder(root)
-
-
-def _fsync_folder(folder: str) -> None:
-    try:
-        descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError as exc:
-        raise StoreUnavailable(f"cannot sync the fsspec+file root ({exc.strerror})") from None
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

@@ -217,6 +217,7 @@ def test_a_live_create_holds_its_temporary_file_locked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = local_store(tmp_path, "?create=true")
+    (tmp_path / MARKER).write_bytes(MARKER_CONTENT)  # the marker links too: not under test here
     real_link = os.link
     swept: list[int] = []
 
@@ -229,6 +230,13 @@ def test_a_live_create_holds_its_temporary_file_locked(
     store.write("k", b"one", expected=None)
     assert swept == [0]
     assert [name for name in os.listdir(tmp_path / "k") if name.startswith(".tmp-")] == []
+
+
+def test_versions_are_private_to_the_store_owner(tmp_path: Path) -> None:
+    """Written like every durable local file: mode 0o600, whatever the umask allows."""
+    store = local_store(tmp_path, "?create=true")
+    version = store.write("k", b"one", expected=None)
+    assert (tmp_path / "k" / version).stat().st_mode & 0o777 == 0o600
 
 
 def test_a_create_whose_temporary_file_was_swept_creates_nothing(

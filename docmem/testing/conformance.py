@@ -566,14 +566,7 @@ class BackendTests:
             self.race_timeout,
         )
         total = threads * times
-        stored = backend.read("counter")
-        assert stored is not None
-        assert stored.data == str(total).encode()
-        assert sorted(value for values in written for value in values) == list(
-            range(1, total + 1)
-        ), "some counter value was written twice or never"
-
-    # -- pickling -----------------------------------------------------------------------------
+        _assert_counted_once(backend, written, total)
 
     # -- redaction ------------------------------------------------------------------
 
@@ -616,6 +609,8 @@ class BackendTests:
             assert CANARY not in message, record.name
             assert SCOPE_CANARY not in message, record.name
 
+    # -- pickling -----------------------------------------------------------------------------
+
     def test_pickled_copy_sees_the_same_data(self, backend: Backend) -> None:
         copy = pickle.loads(pickle.dumps(backend))
         try:
@@ -637,12 +632,7 @@ class BackendTests:
             lambda _: increment_counter(backend, "counter", times), threads, self.race_timeout
         )
         total = threads * times
-        stored = backend.read("counter")
-        assert stored is not None
-        assert stored.data == str(total).encode()
-        assert sorted(value for values in written for value in values) == list(
-            range(1, total + 1)
-        ), "some counter value was written twice or never"
+        _assert_counted_once(backend, written, total)
 
     def test_process_race_loses_no_update(self, backend: Backend) -> None:
         self._require_shared(backend)
@@ -652,12 +642,7 @@ class BackendTests:
             _increment_worker, [(pickled, "counter", times)] * processes, self.race_timeout
         )
         total = processes * times
-        stored = backend.read("counter")
-        assert stored is not None
-        assert stored.data == str(total).encode()
-        assert sorted(value for values in written for value in values) == list(
-            range(1, total + 1)
-        ), "some counter value was written twice or never"
+        _assert_counted_once(backend, written, total)
 
     def _check_saves(
         self, backend: Backend, scope: tuple[str, ...], results: list[list[tuple[str, int]]]
@@ -737,3 +722,13 @@ def _refused_without_canary(call: Callable[[], object]) -> None:
     leaked = all_text(caught.value)
     assert CANARY not in leaked, caught.value.code
     assert SCOPE_CANARY not in leaked, caught.value.code
+
+
+def _assert_counted_once(backend: Backend, written: list[list[int]], total: int) -> None:
+    """The race's counter reached ``total``, and each value was written exactly once."""
+    stored = backend.read("counter")
+    assert stored is not None
+    assert stored.data == str(total).encode()
+    assert sorted(value for values in written for value in values) == list(range(1, total + 1)), (
+        "some counter value was written twice or never"
+    )

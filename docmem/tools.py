@@ -183,16 +183,14 @@ def dispatch_call(
     raise: a name that is not a string (or not a tool) and JSON text that
     cannot be decoded are answered like any other bad call.
     """
-    tool = tools.get(name) if isinstance(name, str) else None
-    if tool is None or not isinstance(name, str):
+    if not isinstance(name, str) or (tool := tools.get(name)) is None:
         known = ", ".join(sorted(tools)) or "none"
         shown = f" {name!r}" if isinstance(name, str) and _TOOL_NAME.fullmatch(name) else ""
         return ToolResult(f"Unknown tool{shown}; available: {known}.", is_error=True)
     if isinstance(arguments, (str, bytes)):
-        decoded = decode_arguments(name, arguments)
-        if isinstance(decoded, ToolResult):
-            return decoded
-        return tool.call(decoded, call_id=call_id, session_id=session_id)
+        arguments = decode_arguments(name, arguments)
+        if isinstance(arguments, ToolResult):
+            return arguments
     return tool.call(arguments, call_id=call_id, session_id=session_id)
 
 

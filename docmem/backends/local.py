@@ -311,10 +311,10 @@ class LocalBackend(Backend):
 
     @contextlib.contextmanager
     def _locked(self, path: str) -> Iterator[None]:
+        """Hold the key's lock; the store itself was checked by the caller."""
         try:
             directory = os.path.dirname(path)
             if not os.path.isdir(directory):
-                self._prepare_to_write()  # a missing fan-out directory: is the store there?
                 ensure_directory(directory)
             with exclusive(path + ".lock", self._lock_timeout):
                 yield

@@ -47,7 +47,7 @@ from ..options import Seconds, check_options, parse_options
 from ._durable import ensure_directory, fsync_directory, link_new_file, write_new_file
 from ._flock import LockTimeout, exclusive
 
-__all__ = ["MARKER", "MARKER_CONTENT", "LocalBackend", "LocalOptions"]
+__all__ = ["MARKER", "MARKER_CONTENT", "LocalBackend", "LocalOptions", "publish_marker"]
 
 #: The file whose presence in the root says "this directory is a docmem store".
 MARKER = ".docmem-store"
@@ -192,6 +192,25 @@ def _collect_stale_temps(directory: str, key: str) -> None:
                     os.unlink(entry.path)
 
 
+def publish_marker(root: str, *, lock_timeout: float) -> None:
+    """Give the existing folder ``root`` its store marker, durably, never over one.
+
+    Under the marker's own lock, so any marker temp found there is a crashed
+    creator's and goes first, as with documents. The root is fsynced also when
+    another creator linked the marker a moment ago. Raises OSError, or
+    LockTimeout when the lock stays held; for ``fsspec+file://`` too.
+    """
+    with exclusive(os.path.join(root, MARKER + ".lock"), lock_timeout):
+        with contextlib.suppress(OSError), os.scandir(root) as entries:
+            for entry in entries:
+                if entry.name.startswith(MARKER + _TEMP):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(entry.path)
+        temp = os.path.join(root, f"{MARKER}{_TEMP}{os.getpid()}-{os.urandom(4).hex()}")
+        link_new_file(os.path.join(root, MARKER), MARKER_CONTENT, temp=temp)
+        fsync_directory(root)
+
+
 class LocalBackend(Backend):
     """Documents as files under ``root``; see the module docstring for the write recipe."""
 
@@ -253,28 +272,13 @@ class LocalBackend(Backend):
             return
         try:
             ensure_directory(self._root)
-            with exclusive(os.path.join(self._root, MARKER + ".lock"), self._lock_timeout):
-                self._write_marker()
+            publish_marker(self._root, lock_timeout=self._lock_timeout)
         except LockTimeout:
             raise StoreBusy(
                 f"the file:// lock was held for more than {self._lock_timeout:g} s"
             ) from None
         except OSError as exc:
             raise StoreUnavailable(f"cannot create the file:// store ({exc.strerror})") from exc
-
-    def _write_marker(self) -> None:
-        """Publish the marker durably, never over an existing one; hold the marker lock.
-
-        Under that lock any marker temp is a crashed writer's, as with documents.
-        """
-        with contextlib.suppress(OSError), os.scandir(self._root) as entries:
-            for entry in entries:
-                if entry.name.startswith(MARKER + _TEMP):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(entry.path)
-        temp = os.path.join(self._root, f"{MARKER}{_TEMP}{os.getpid()}-{os.urandom(4).hex()}")
-        link_new_file(os.path.join(self._root, MARKER), MARKER_CONTENT, temp=temp)
-        fsync_directory(self._root)  # also when another writer linked it a moment ago
 
     # -- the store ----------------------------------------------------------------------
 

@@ -20,16 +20,18 @@ import logging
 import os
 import re
 import stat
-import uuid
 
-from docmem.backends._durable import ensure_directory, fsync_directory, link_new_file
-from docmem.backends.local import MARKER, MARKER_CONTENT
-from docmem.errors import StoreUnavailable
+from docmem.backends._durable import ensure_directory
+from docmem.backends._flock import LockTimeout
+from docmem.backends.local import MARKER, MARKER_CONTENT, publish_marker
+from docmem.errors import StoreBusy, StoreUnavailable
 
 __all__ = ["MARKER", "MARKER_CONTENT", "require_store"]
 
 logger = logging.getLogger("docmem_fsspec")
 
+#: How long creating the marker may wait for another creator (it takes milliseconds).
+_MARKER_LOCK_SECONDS = 10.0
 _KEY_FOLDER = re.compile(r"[A-Za-z0-9_-]{1,200}")
 _LOG_OBJECT = re.compile(r"[0-9a-f]{16}\.(md|tombstone|purge)")
 _MISSING_ROOT = (
@@ -122,16 +124,16 @@ def _make_folders(path: str) -> None:
 
 
 def _write_marker(root: str) -> None:
-    """Publish the marker durably, never over an existing one (a concurrent creator's is as good).
+    """Publish the marker as the core's ``file://`` does, crash leftovers collected.
 
-    Written as the core's ``file://`` writes its own (:mod:`docmem.backends._durable`:
-    ``O_EXCL``, ``O_NOFOLLOW``, ``O_CLOEXEC``, mode ``0o600``): to a fresh
-    temporary name, fsynced, then ``os.link``-ed into place, so the marker
-    never exists half written and nothing existing is written over.
+    See :func:`docmem.backends.local.publish_marker`: under a lock, durable,
+    never over an existing marker.
     """
-    temporary = os.path.join(root, f"{MARKER}.tmp-{uuid.uuid4().hex}")
     try:
-        link_new_file(os.path.join(root, MARKER), MARKER_CONTENT, temp=temporary)
-        fsync_directory(root)  # also when another creator linked it a moment ago
+        publish_marker(root, lock_timeout=_MARKER_LOCK_SECONDS)
+    except LockTimeout:
+        raise StoreBusy(
+            f"the fsspec+file store's marker lock was held for more than {_MARKER_LOCK_SECONDS:g} s"
+        ) from None
     except OSError as exc:
         raise StoreUnavailable(f"cannot mark the fsspec+file store ({exc.strerror})") from None

@@ -21,6 +21,7 @@ from docmem.backends._durable import link_new_file, write_new_file
 from docmem.backends._flock import LockTimeout, exclusive
 from docmem.backends.local import MARKER, MARKER_CONTENT, LocalBackend
 from docmem.document import parse
+from docmem.testing.volumes import tmpfs_volume
 
 NO_MARKER = re.escape("marker .docmem-store missing")
 SCOPE = docmem.lock_scope(namespace="tests:local", scope="volume-user")
@@ -298,25 +299,8 @@ def test_a_marker_that_is_not_a_file_is_unavailable(tmp_path: Path) -> None:
 @pytest.fixture
 def tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A real tmpfs volume mounted for the test, unmounted afterwards whatever happens."""
-    point = tmp_path / "volume"
-    point.mkdir()
-    try:
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(point)],
-            check=True,
-            capture_output=True,
-            timeout=30,
-        )
-    except FileNotFoundError:
-        pytest.skip("no mount command on this machine")
-    except subprocess.CalledProcessError as exc:
-        reason = exc.stderr.decode(errors="replace").strip() or f"exit status {exc.returncode}"
-        pytest.skip(f"mounting a tmpfs is not permitted here: {reason}")
-    try:
+    with tmpfs_volume(tmp_path) as point:
         yield point
-    finally:
-        if os.path.ismount(point):
-            subprocess.run(["umount", str(point)], check=True, timeout=30)
 
 
 def test_an_unmounted_volume_is_unavailable_not_an_empty_memory(tmpfs: Path) -> None:

@@ -45,7 +45,10 @@ It needs the ``test`` extra (pytest, hypothesis); ``import docmem`` never
 imports it. :mod:`docmem.testing.conformance` holds :class:`BackendTests`
 and its races, :mod:`docmem.testing.state_machine` the model-based test, and
 :mod:`docmem.testing.campaigns` the SIGKILL campaign harness (writer
-processes killed mid-save) for stores on a local disk, imported from there.
+processes killed mid-save) for stores on a local disk,
+:mod:`docmem.testing.redaction` the canary helpers, and
+:mod:`docmem.testing.volumes` a real tmpfs volume to unmount under a store;
+each is imported from its module.
 """
 
 from __future__ import annotations

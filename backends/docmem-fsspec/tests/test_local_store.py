@@ -24,6 +24,7 @@ import pytest
 
 import docmem
 from docmem.errors import StoreNotConfigured, StoreUnavailable
+from docmem.testing.volumes import tmpfs_volume
 from docmem_fsspec import FsspecBackend
 from docmem_fsspec.commitlog import object_name
 from docmem_fsspec.dialects import LocalDialect
@@ -144,22 +145,8 @@ def test_create_is_for_the_local_filesystem_only() -> None:
 @pytest.fixture
 def mount_point(tmp_path: Path) -> Iterator[Path]:
     """A real tmpfs volume (root and ``mount`` needed), unmounted afterwards whatever happens."""
-    point = tmp_path / "volume"
-    point.mkdir()
-    try:
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(point)],
-            check=True,
-            capture_output=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        pytest.skip(f"this machine does not permit mounting a tmpfs ({type(exc).__name__})")
-    try:
+    with tmpfs_volume(tmp_path) as point:
         yield point
-    finally:
-        if os.path.ismount(point):
-            subprocess.run(["umount", str(point)], check=False, capture_output=True, timeout=30)
 
 
 def test_an_unmounted_volume_is_an_error_not_an_empty_memory(mount_point: Path) -> None:

@@ -20,7 +20,8 @@ layers, each importing only from those before it and ``errors``: storage
 (``backend``, ``registry``, ``options``, ``backends/``), the document and the
 provider (``keys``, ``document``, ``journal``, ``mutation``, ``retry``,
 ``secrets``, ``provider``, ``memory``) and host integration (``tools``,
-``slot``, ``recall``, ``runtime``, ``formats``). One import goes the other
+``slot``, ``injection``, ``recall``, ``runtime``, ``formats``; the framework
+adapters in ``docmem.integrations`` sit on top, each behind its extra). One import goes the other
 way: ``memory`` builds its tools with ``tools``.
 """
 
@@ -49,6 +50,15 @@ from .errors import (
     WriteOutcomeUnknown,
 )
 from .formats import ToolDispatcher, anthropic_tools, openai_tools
+from .injection import (
+    ProjectedRecall,
+    is_recalled,
+    message_role,
+    message_text,
+    place_recalls,
+    recalled_slot,
+    split_recalls,
+)
 from .keys import LockedScope, lock_scope
 from .memory import (
     BoundMemory,
@@ -60,7 +70,7 @@ from .memory import (
     SaveResult,
 )
 from .provider import CaptureContext, MemoryProvider, RecallContext, RecalledItem, ToolsContext
-from .recall import ProjectedRecall, Recalled, RecallLedger, split_recalls
+from .recall import LedgerCache, Recalled, RecallLedger
 from .registry import open_store, register_backend
 from .retry import RetryPolicy
 from .runtime import MemoryRuntime, TurnContext, TurnMemory
@@ -74,7 +84,7 @@ from .slot import (
     by_principal,
     default_namespace,
 )
-from .tools import Tool, ToolResult
+from .tools import Tool, ToolResult, ToolSpec
 
 __version__ = "0.1.0"
 
@@ -91,6 +101,7 @@ __all__ = [
     "IndexExhausted",
     "InvalidArgument",
     "InvalidScope",
+    "LedgerCache",
     "LimitExceeded",
     "LockedScope",
     "MemoryDocument",
@@ -123,6 +134,7 @@ __all__ = [
     "Tool",
     "ToolDispatcher",
     "ToolResult",
+    "ToolSpec",
     "ToolsContext",
     "TurnContext",
     "TurnMemory",
@@ -132,9 +144,14 @@ __all__ = [
     "by_principal",
     "default_namespace",
     "default_secret_filter",
+    "is_recalled",
     "lock_scope",
+    "message_role",
+    "message_text",
     "open_store",
     "openai_tools",
+    "place_recalls",
+    "recalled_slot",
     "register_backend",
     "split_recalls",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import uuid
 from typing import Literal
 
 import msgspec
@@ -26,6 +27,7 @@ __all__ = [
     "append",
     "checked_mutation_id",
     "find",
+    "fresh_mutation_id",
     "id_digest",
     "request_digest",
 ]
@@ -53,6 +55,15 @@ class JournalRecord(msgspec.Struct, array_like=True, frozen=True, forbid_unknown
 def _digest16(data: bytes) -> str:
     raw = hashlib.sha256(data).digest()[:16]
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def fresh_mutation_id() -> str:
+    """A mutation id of its own, for a caller that has none to give.
+
+    It makes the mutation idempotent only within itself: a retry of the same
+    request under another fresh id is a second mutation.
+    """
+    return f"docmem-{uuid.uuid4()}"
 
 
 def checked_mutation_id(mutation_id: str) -> str:

@@ -50,7 +50,7 @@ from .mutation import (
 from .provider import RecallContext, ToolsContext
 from .retry import Attempt, Attempts, RetryPolicy
 from .secrets import SecretFilter, default_secret_filter
-from .tools import REMOVE_MEMORY, SAVE_MEMORY, Tool, check_slot_name, qualify_tools
+from .tools import REMOVE_MEMORY, SAVE_MEMORY, Tool, ToolSpec, check_slot_name, qualify_tools
 
 __all__ = [
     "BoundMemory",
@@ -164,6 +164,10 @@ class FileMemory:
         """The current document as one keyed message, at every boundary (no capture)."""
         return self.bind(context.scope, slot=context.slot, cancel=context.cancel).recall()
 
+    def tool_specs(self, slot: str) -> dict[str, ToolSpec]:
+        """``save_memory`` and ``remove_memory`` as the model sees them under ``slot``. No I/O."""
+        return {tool.name: tool.spec(slot) for tool in (SAVE_MEMORY, REMOVE_MEMORY)}
+
     def tools(self, context: ToolsContext) -> dict[str, Tool]:
         """``save_memory`` and ``remove_memory`` bound to the turn's locked scope."""
         bound = self.bind(context.scope, slot=context.slot, cancel=context.cancel)
@@ -253,33 +257,41 @@ class BoundMemory:
 
     # -- mutations ---------------------------------------------------------
 
-    def save(self, text: str, *, mutation_id: str) -> SaveResult:
-        """Save one entry; an identical entry already present is a successful no-op."""
+    def save(self, text: str, *, mutation_id: str | None = None) -> SaveResult:
+        """Save one entry; an identical entry already present is a successful no-op.
+
+        Without a ``mutation_id`` the save gets a fresh one: a retry of it (after
+        a timeout, say) is then a new request, which for a save is harmless (the
+        duplicate is a no-op) but cannot be told from the first by :meth:`inspect`.
+        """
         memory = self._memory
         with _outcome_reported():
             mutation = Save(
                 text,
-                mutation_id,
+                _mutation_id(mutation_id),
                 slot=self.slot,
                 max_characters=memory.max_characters,
                 secret_filter=memory.secret_filter,
             )
         return self._mutate(mutation)
 
-    def remove(self, index: int, *, mutation_id: str) -> RemoveResult:
-        """Remove entry ``index``; an index with no entry is a successful no-op."""
+    def remove(self, index: int, *, mutation_id: str | None = None) -> RemoveResult:
+        """Remove entry ``index``; an index with no entry is a successful no-op.
+
+        Without a ``mutation_id`` the removal gets a fresh one (see :meth:`save`).
+        """
         with _outcome_reported():
-            mutation = Remove(index, mutation_id)
+            mutation = Remove(index, _mutation_id(mutation_id))
         return self._mutate(mutation)
 
-    def erase(self, *, mutation_id: str) -> EraseResult:
+    def erase(self, *, mutation_id: str | None = None) -> EraseResult:
         """Empty the scope's document (right to be forgotten), then purge old versions.
 
         The document is rewritten header-only, so the next recall supersedes
         every copy already in a conversation and indexes are never reused.
         """
         with _outcome_reported():
-            mutation = Erase(mutation_id)
+            mutation = Erase(_mutation_id(mutation_id))
         result = self._mutate(mutation)
         if result.status == "erased":
             with _outcome_reported(committed=True):  # stored; only the purge failed
@@ -403,15 +415,15 @@ class BoundMemory:
         """Async :meth:`inspect`."""
         return await asyncio.to_thread(self.inspect, mutation_id)
 
-    async def asave(self, text: str, *, mutation_id: str) -> SaveResult:
+    async def asave(self, text: str, *, mutation_id: str | None = None) -> SaveResult:
         """Async :meth:`save`."""
         return await asyncio.to_thread(self.save, text, mutation_id=mutation_id)
 
-    async def aremove(self, index: int, *, mutation_id: str) -> RemoveResult:
+    async def aremove(self, index: int, *, mutation_id: str | None = None) -> RemoveResult:
         """Async :meth:`remove`."""
         return await asyncio.to_thread(self.remove, index, mutation_id=mutation_id)
 
-    async def aerase(self, *, mutation_id: str) -> EraseResult:
+    async def aerase(self, *, mutation_id: str | None = None) -> EraseResult:
         """Async :meth:`erase`."""
         return await asyncio.to_thread(self.erase, mutation_id=mutation_id)
 
@@ -495,6 +507,11 @@ def _rebuild_memory(
     return FileMemory(
         store, max_characters=max_characters, retry=retry, secret_filter=secret_filter
     )
+
+
+def _mutation_id(given: str | None) -> str:
+    """The caller's mutation id, or a fresh one when it gave none (an empty one stays refused)."""
+    return journal.fresh_mutation_id() if given is None else given
 
 
 def _checked_stored(stored: object) -> Stored | None:

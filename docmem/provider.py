@@ -26,8 +26,9 @@ __all__ = [
     "ToolsContext",
 ]
 
-#: The boundaries at which a provider recalls.
-Boundary = Literal["turn_started", "compaction_completed"]
+#: The boundaries at which a provider recalls: ``model_call`` is a recall for one
+#: model request only (:meth:`docmem.MemoryRuntime.prepare_model_call`), never kept.
+Boundary = Literal["turn_started", "compaction_completed", "model_call"]
 #: The boundaries at which a provider captures.
 CaptureBoundary = Literal["compaction_requested", "turn_completed"]
 
@@ -106,8 +107,11 @@ class MemoryProvider(Protocol):
     ``recall`` is required: called at every ``turn_started`` and after every
     compaction (``context.boundary`` tells which; return ``None`` to recall
     nothing). Optional methods, found by name: ``tools(ToolsContext) ->
-    Mapping[str, Tool] | None`` (unqualified names; the runtime qualifies them)
-    and ``capture(CaptureContext) -> None``. Recall must be observational.
+    Mapping[str, Tool] | None`` (unqualified names; the runtime qualifies them),
+    ``tool_specs(slot: str) -> Mapping[str, ToolSpec] | None`` (the same tools'
+    names, descriptions and schemas, with no scope and no I/O, for hosts that
+    build their tool objects up front) and ``capture(CaptureContext) -> None``.
+    Recall must be observational.
     """
 
     def recall(self, context: RecallContext) -> Sequence[RecalledItem | Mapping[str, Any]] | None:

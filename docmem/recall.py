@@ -23,21 +23,25 @@ from __future__ import annotations
 import base64
 import hashlib
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import msgspec
 
-from .errors import DocumentCorrupt, RecallBatchInvalid
+from .errors import DocumentCorrupt, InvalidArgument, RecallBatchInvalid
+from .injection import ProjectedRecall, mark_recalled, split_recalls
 from .keys import MAX_ITEM_ID_BYTES, item_key
 from .slot import SlotLock
 
 __all__ = [
     "EARLIER_PARTICIPANT",
+    "LedgerCache",
     "ProjectedRecall",
     "RecallLedger",
     "Recalled",
+    "projected_batch",
     "split_recalls",
 ]
 
@@ -61,22 +65,6 @@ class Recalled:
 
     content: str
     id: str | None = None
-
-
-@dataclass(frozen=True)
-class ProjectedRecall:
-    """A recalled record placed in the prompt: user-role context, marked as docmem's.
-
-    A host sends it to the model like any user message and recognises it
-    (``isinstance``, or the ``docmem_recall`` marker once converted) to keep it
-    out of its own stored history: the ledger already holds it.
-    """
-
-    content: str
-    slot: str
-    item_key: str | None
-    role: str = "user"
-    docmem_recall: bool = True
 
 
 class _Record(msgspec.Struct, frozen=True, array_like=True):
@@ -331,7 +319,9 @@ class RecallLedger:
                     position,
                     record.slot,
                     record.seq,
-                    ProjectedRecall(content, record.slot, record.item_key),
+                    ProjectedRecall(
+                        mark_recalled(content, record.slot), record.slot, record.item_key
+                    ),
                 )
             )
         placed.sort(key=lambda item: item[:3])
@@ -393,19 +383,59 @@ class RecallLedger:
         return ledger
 
 
-def split_recalls(
-    messages: Sequence[_M | ProjectedRecall],
-) -> tuple[list[_M], list[ProjectedRecall]]:
-    """Separate a projected prompt into the host's conversation and docmem's records.
+def projected_batch(batches: Sequence[tuple[str, Sequence[Any]]]) -> list[ProjectedRecall]:
+    """One model call's recall, checked as a whole, as marked copies in slot-name order.
 
-    The conversation half is what may go to a summarizer or into the host's
-    stored history; the recalled half never should.
+    ``batches`` pairs each active slot with what its provider returned. The
+    same checks as :meth:`RecallLedger.apply` run first on every slot: one
+    invalid item refuses the whole call's recall (:class:`~docmem.RecallBatchInvalid`).
     """
-    conversation: list[_M] = []
-    recalls: list[ProjectedRecall] = []
-    for message in messages:
-        if isinstance(message, ProjectedRecall):
-            recalls.append(message)
-        else:
-            conversation.append(message)
-    return conversation, recalls
+    checked = [(slot, _validate(slot, messages)) for slot, messages in batches]
+    return [
+        ProjectedRecall(
+            mark_recalled(message.content, slot),
+            slot,
+            item_key(message.id) if message.id is not None else None,
+        )
+        for slot, messages in sorted(checked, key=lambda pair: pair[0])
+        for message in messages
+    ]
+
+
+class LedgerCache:
+    """Recall ledgers by session id, the least recently used dropped past ``max_sessions``.
+
+    For a host that keeps its runtime app-wide and its conversations'
+    ledgers in memory: the set stays bounded however many conversations
+    come and go. A dropped session recalls afresh on its next turn, which
+    is always safe.
+    """
+
+    def __init__(self, max_sessions: int = 1024) -> None:
+        if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
+            raise InvalidArgument("max_sessions must be a positive integer")
+        self.max_sessions = max_sessions
+        self._lock = threading.Lock()
+        self._ledgers: OrderedDict[str, RecallLedger] = OrderedDict()
+
+    def get(self, session_id: str) -> RecallLedger:
+        """The session's ledger, created empty the first time (or after it was dropped)."""
+        with self._lock:
+            ledger = self._ledgers.get(session_id)
+            if ledger is None:
+                ledger = self._ledgers[session_id] = RecallLedger()
+                while len(self._ledgers) > self.max_sessions:
+                    self._ledgers.popitem(last=False)
+            else:
+                self._ledgers.move_to_end(session_id)
+            return ledger
+
+    def discard(self, session_id: str) -> None:
+        """Forget one session's ledger (its conversation ended or was cleared)."""
+        with self._lock:
+            self._ledgers.pop(session_id, None)
+
+    def __len__(self) -> int:
+        """The number of sessions held."""
+        with self._lock:
+            return len(self._ledgers)

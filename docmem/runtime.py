@@ -1,6 +1,18 @@
-"""The turn lifecycle a host framework calls: recall, tools, compaction, clear.
+"""What a host framework calls: tool specs, dispatch, per-call recall, and the turn lifecycle.
 
-::
+A runtime is built once per application, from its slots. Frameworks that
+call the model several times per turn and keep their own history inject
+memory into each model request only::
+
+    runtime = docmem.MemoryRuntime([user_slot, channel_slot])
+    specs = runtime.tool_specs()                  # build the framework's tools once
+    prompt = runtime.prepare_model_call(messages, trusted)   # before every model call
+    result = runtime.dispatch(trusted, "user__save_memory", arguments,
+                              call_id=call_id, session_id=f"{thread_id}/{run_id}")
+
+Hosts that keep recalled records beside their stored history use the turn
+lifecycle and a ledger per conversation (passed per call, or one per
+session id in a bounded :class:`~docmem.LedgerCache`)::
 
     runtime = docmem.MemoryRuntime([user_slot, channel_slot])
     turn = runtime.turn_started(docmem.TurnContext(operation_id=turn_id, history=history,
@@ -25,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
 import hashlib
 import logging
 import os
@@ -32,17 +45,20 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import Cancelled, DocmemError, InvalidArgument, RecallBatchInvalid
+from .injection import Placement, ProjectedRecall, message_role, message_text, place_recalls
 from .provider import Boundary, CaptureBoundary, CaptureContext, RecallContext, ToolsContext
-from .recall import RecallLedger, split_recalls
+from .recall import LedgerCache, RecallLedger, projected_batch, split_recalls
 from .slot import MemorySlot, ScopeContext, SlotLock
-from .tools import Tool, ToolResult, dispatch_call, error_result
+from .tools import Tool, ToolResult, ToolSpec, dispatch_call, error_result
 
 __all__ = ["MemoryRuntime", "TurnContext", "TurnMemory"]
 
 logger = logging.getLogger("docmem")
+
+_M = TypeVar("_M")
 
 
 @dataclass(frozen=True)
@@ -86,35 +102,244 @@ class TurnMemory:
             self.tools, name, arguments, call_id=call_id, session_id=self.session_id
         )
 
+    async def adispatch(
+        self, name: str, arguments: object, *, call_id: str | None = None
+    ) -> ToolResult:
+        """Async :meth:`dispatch` (the tool runs in a worker thread)."""
+        return await asyncio.to_thread(self.dispatch, name, arguments, call_id=call_id)
+
 
 class MemoryRuntime:
-    """The memory slots of one agent and the recall ledger of one conversation."""
+    """The memory slots of one application, and where its conversations' ledgers live.
 
-    def __init__(self, slots: Sequence[MemorySlot], *, ledger: RecallLedger | None = None) -> None:
+    The boundary methods use, in this order: the ``ledger`` passed to the
+    call; the ledger of the context's session id in ``sessions``, when given;
+    the runtime's own ``ledger`` (one conversation's, for a host that builds
+    one runtime per conversation). Tool specs, :meth:`dispatch` and
+    :meth:`prepare_model_call` use no ledger at all.
+    """
+
+    def __init__(
+        self,
+        slots: Sequence[MemorySlot],
+        *,
+        ledger: RecallLedger | None = None,
+        sessions: LedgerCache | None = None,
+    ) -> None:
         names = [slot.name for slot in slots]
         if len(set(names)) != len(names):
             raise InvalidArgument("two memory slots share a name")
         self.slots = sorted(slots, key=lambda slot: slot.name)
         self.ledger = ledger if ledger is not None else RecallLedger()
+        self.sessions = sessions
+
+    def _ledger(self, session_id: str | None, ledger: RecallLedger | None) -> RecallLedger:
+        if ledger is not None:
+            return ledger
+        if self.sessions is not None and session_id is not None:
+            return self.sessions.get(session_id)
+        return self.ledger
+
+    # -- for frameworks: specs, dispatch and per-call recall -------------------
+
+    def tool_specs(self) -> dict[str, ToolSpec]:
+        """Every slot's tools as the model sees them (qualified, described). No scope, no I/O.
+
+        A slot is listed whatever its scope resolves to in a given context;
+        :meth:`dispatch` answers a disabled slot's tool as unknown.
+        """
+        specs: dict[str, ToolSpec] = {}
+        for slot in self.slots:
+            specs.update(slot.qualified_specs())
+        return specs
+
+    def dispatch(
+        self,
+        scope_context: ScopeContext | None,
+        name: object,
+        arguments: object,
+        *,
+        call_id: str | None = None,
+        session_id: str | None = None,
+        node: str = "agent",
+        app_root: str | None = None,
+    ) -> ToolResult:
+        """Run one model tool call for a trusted context, without a recall. Never raises.
+
+        Only the called tool's slot is resolved (no I/O). Every failure comes
+        back as an error :class:`ToolResult` with docmem's sentence: a scope or
+        namespace that cannot be resolved (a missing ``DOCMEM_ENVIRONMENT``),
+        bad arguments, a refusal, a store that is down. ``scope_context=None``
+        (memory is off for this context) and a disabled slot have no tools.
+        The mutation id is ``session_id/call_id``: give a run-scoped
+        ``session_id`` (e.g. ``thread/run``) when the model may reuse call ids
+        across runs.
+        """
+        cancel = scope_context.cancel if scope_context is not None else None
+        if cancel is not None and cancel.is_set():
+            return error_result(_cancelled())
+        root = app_root if app_root is not None else os.getcwd()
+        operation = f"dispatch/{call_id}" if call_id else "dispatch"
+        if scope_context is None:
+            return dispatch_call({}, name, arguments)
+        target = name.partition("__")[0] if isinstance(name, str) else None
+        slot = next((slot for slot in self.slots if slot.name == target), None)
+        tools: dict[str, Tool] = {}
+        if slot is not None:
+            try:
+                lock = slot.lock(scope_context, app_root=root, node=node)
+            except DocmemError as error:
+                return error_result(error)
+            except Exception as error:  # a resolver bug: never the model's, never raised
+                logger.warning(
+                    "docmem: scope of slot %s could not be resolved (%s)",
+                    slot.name,
+                    type(error).__name__,
+                )
+                return ToolResult(
+                    "Memory is unavailable: its scope could not be resolved.", is_error=True
+                )
+            if lock is not None:
+                tools = self._slot_tools(lock, operation, (), cancel)
+        if not isinstance(name, str) or name not in tools:  # name the tools it does have
+            tools = self._active_tools(scope_context, operation, root, node)
+        return dispatch_call(tools, name, arguments, call_id=call_id, session_id=session_id)
+
+    async def adispatch(
+        self,
+        scope_context: ScopeContext | None,
+        name: object,
+        arguments: object,
+        *,
+        call_id: str | None = None,
+        session_id: str | None = None,
+        node: str = "agent",
+        app_root: str | None = None,
+    ) -> ToolResult:
+        """Async :meth:`dispatch` (the tool runs in a worker thread)."""
+        return await asyncio.to_thread(
+            self.dispatch,
+            scope_context,
+            name,
+            arguments,
+            call_id=call_id,
+            session_id=session_id,
+            node=node,
+            app_root=app_root if app_root is not None else os.getcwd(),
+        )
+
+    def recall(
+        self,
+        scope_context: ScopeContext | None,
+        *,
+        messages: Sequence[Any] = (),
+        node: str = "agent",
+        app_root: str | None = None,
+    ) -> list[ProjectedRecall]:
+        """A fresh copy of every active slot's memory, for one model request, in slot order.
+
+        The slots are read concurrently; one failure fails the whole call,
+        with the error (never an empty memory). ``None`` recalls nothing and
+        reads nothing. ``messages`` is what providers see as the conversation.
+        Nothing is kept: the copies belong to this request only.
+        """
+        if scope_context is None:
+            return []
+        if scope_context.cancel is not None and scope_context.cancel.is_set():
+            raise _cancelled()
+        root = app_root if app_root is not None else os.getcwd()
+        locks = self._locks(scope_context, root, node)
+        operation = f"model_call/{uuid.uuid4()}"
+        batches = self._recall_slots("model_call", operation, messages, locks, scope_context.cancel)
+        return projected_batch([(lock.slot, items) for lock, items in batches])
+
+    async def arecall(
+        self,
+        scope_context: ScopeContext | None,
+        *,
+        messages: Sequence[Any] = (),
+        node: str = "agent",
+        app_root: str | None = None,
+    ) -> list[ProjectedRecall]:
+        """Async :meth:`recall`."""
+        return await asyncio.to_thread(
+            self.recall,
+            scope_context,
+            messages=messages,
+            node=node,
+            app_root=app_root if app_root is not None else os.getcwd(),
+        )
+
+    def prepare_model_call(
+        self,
+        messages: Sequence[_M],
+        scope_context: ScopeContext | None,
+        *,
+        placement: Placement = "after_system",
+        text_of: Callable[[Any], str | None] = message_text,
+        role_of: Callable[[Any], str | None] = message_role,
+        node: str = "agent",
+        app_root: str | None = None,
+    ) -> list[_M | ProjectedRecall]:
+        """``messages`` for one model request: every earlier copy out, one current copy in.
+
+        Copies are recognised as :class:`ProjectedRecall` objects or by
+        ``text_of`` and :func:`docmem.is_recalled` (so one persisted by another
+        process is found too); the fresh ones go where ``placement`` says
+        (:func:`docmem.place_recalls`). A save made after one call shows in
+        the next. The result is for the request only: never store it.
+        """
+        conversation, _ = split_recalls(messages, text_of=text_of)
+        recalls = self.recall(scope_context, messages=conversation, node=node, app_root=app_root)
+        return place_recalls(conversation, recalls, placement=placement, role_of=role_of)
+
+    async def aprepare_model_call(
+        self,
+        messages: Sequence[_M],
+        scope_context: ScopeContext | None,
+        *,
+        placement: Placement = "after_system",
+        text_of: Callable[[Any], str | None] = message_text,
+        role_of: Callable[[Any], str | None] = message_role,
+        node: str = "agent",
+        app_root: str | None = None,
+    ) -> list[_M | ProjectedRecall]:
+        """Async :meth:`prepare_model_call`."""
+        conversation, _ = split_recalls(messages, text_of=text_of)
+        recalls = await self.arecall(
+            scope_context, messages=conversation, node=node, app_root=app_root
+        )
+        return place_recalls(conversation, recalls, placement=placement, role_of=role_of)
 
     # -- boundaries ----------------------------------------------------------
 
     def lock(self, context: TurnContext) -> tuple[SlotLock, ...]:
         """Resolve every slot's scope, then namespace; disabled slots are left out."""
+        return self._locks(context.scope_context, context.app_root, context.node)
+
+    def _locks(self, scope_context: ScopeContext, app_root: str, node: str) -> tuple[SlotLock, ...]:
         locks = []
         for slot in self.slots:
-            lock = slot.lock(context.scope_context, app_root=context.app_root, node=context.node)
+            lock = slot.lock(scope_context, app_root=app_root, node=node)
             if lock is not None:
                 locks.append(lock)
         return tuple(locks)
 
-    def turn_started(self, context: TurnContext) -> TurnMemory:
-        """Recall every active slot, apply the batch atomically, then resolve tools once."""
+    def turn_started(
+        self, context: TurnContext, *, ledger: RecallLedger | None = None
+    ) -> TurnMemory:
+        """Recall every active slot, apply the batch atomically, then resolve tools once.
+
+        The slots are read concurrently; one failure applies nothing for any slot.
+        """
         _check_cancel(context)
         locks = self.lock(context)
-        if not self.ledger.committed(context.operation_id):  # a retried turn reuses its batch
-            self._recall("turn_started", context.operation_id, len(context.history), context, locks)
-        messages = self.ledger.project(context.history, locks)
+        ledger = self._ledger(context.session_id, ledger)
+        if not ledger.committed(context.operation_id):  # a retried turn reuses its batch
+            self._recall(
+                ledger, "turn_started", context.operation_id, len(context.history), context, locks
+            )
+        messages = ledger.project(context.history, locks)
         return TurnMemory(
             messages,
             locks,
@@ -131,7 +356,9 @@ class MemoryRuntime:
         conversation, _ = split_recalls(context.history)
         return conversation
 
-    def compaction_completed(self, context: TurnContext) -> list[Any]:
+    def compaction_completed(
+        self, context: TurnContext, *, ledger: RecallLedger | None = None
+    ) -> list[Any]:
         """Reattach memory to the compacted ``history`` at position 0 and recall afresh.
 
         Every compaction recalls afresh, even the second of one turn: memory
@@ -141,40 +368,49 @@ class MemoryRuntime:
         """
         _check_cancel(context)
         locks = self.lock(context)
-        self.ledger.compacted()
+        ledger = self._ledger(context.session_id, ledger)
+        ledger.compacted()
         operation = _compaction_operation(context)
-        if not self.ledger.committed(operation):
-            self._recall("compaction_completed", operation, 0, context, locks)
-        return self.ledger.project(context.history, locks)
+        if not ledger.committed(operation):
+            self._recall(ledger, "compaction_completed", operation, 0, context, locks)
+        return ledger.project(context.history, locks)
 
     def turn_completed(self, context: TurnContext) -> None:
         """Run captures after a completed turn; their failures are diagnostics only."""
         _check_cancel(context)
         self._capture("turn_completed", context, self.lock(context))
 
-    def context_cleared(self) -> None:
+    def context_cleared(
+        self, *, session_id: str | None = None, ledger: RecallLedger | None = None
+    ) -> None:
         """The host cleared the conversation: the next turn recalls the store afresh."""
-        self.ledger.clear()
+        self._ledger(session_id, ledger).clear()
 
-    async def aturn_started(self, context: TurnContext) -> TurnMemory:
+    async def aturn_started(
+        self, context: TurnContext, *, ledger: RecallLedger | None = None
+    ) -> TurnMemory:
         """Async :meth:`turn_started` (providers run in a worker thread)."""
-        return await asyncio.to_thread(self.turn_started, context)
+        return await asyncio.to_thread(self.turn_started, context, ledger=ledger)
 
     async def acompaction_requested(self, context: TurnContext) -> list[Any]:
         """Async :meth:`compaction_requested`."""
         return await asyncio.to_thread(self.compaction_requested, context)
 
-    async def acompaction_completed(self, context: TurnContext) -> list[Any]:
+    async def acompaction_completed(
+        self, context: TurnContext, *, ledger: RecallLedger | None = None
+    ) -> list[Any]:
         """Async :meth:`compaction_completed`."""
-        return await asyncio.to_thread(self.compaction_completed, context)
+        return await asyncio.to_thread(self.compaction_completed, context, ledger=ledger)
 
     async def aturn_completed(self, context: TurnContext) -> None:
         """Async :meth:`turn_completed`."""
         await asyncio.to_thread(self.turn_completed, context)
 
-    async def acontext_cleared(self) -> None:
+    async def acontext_cleared(
+        self, *, session_id: str | None = None, ledger: RecallLedger | None = None
+    ) -> None:
         """Async :meth:`context_cleared`."""
-        self.context_cleared()
+        self.context_cleared(session_id=session_id, ledger=ledger)
 
     # -- the pieces ----------------------------------------------------------
 
@@ -183,6 +419,7 @@ class MemoryRuntime:
 
     def _recall(
         self,
+        ledger: RecallLedger,
         boundary: Boundary,
         operation: str,
         position: int,
@@ -190,16 +427,29 @@ class MemoryRuntime:
         locks: Sequence[SlotLock],
     ) -> None:
         # Every slot recalls against the same pre-recall view; the batch commits at once.
-        view = self.ledger.project(context.history, locks)
-        batches: list[tuple[SlotLock, Sequence[Any]]] = []
-        cancel = context.scope_context.cancel
-        for lock in locks:
-            slot = self._slot(lock.slot)
-            recall_context = RecallContext(
-                boundary, lock.slot, lock.scope, operation, view, cancel=cancel
-            )
+        view = ledger.project(context.history, locks)
+        batches = self._recall_slots(boundary, operation, view, locks, context.scope_context.cancel)
+        ledger.apply(operation, position, batches)
+
+    def _recall_slots(
+        self,
+        boundary: Boundary,
+        operation: str,
+        view: Sequence[Any],
+        locks: Sequence[SlotLock],
+        cancel: threading.Event | None,
+    ) -> list[tuple[SlotLock, list[Any]]]:
+        """Every active slot's recall, read concurrently; the first failure (slot order) raises.
+
+        Three slots on S3 then cost about one round trip. The caller's thread
+        reads the first slot itself; every read finishes before anything is
+        raised, so no read outlives the call.
+        """
+
+        def one(lock: SlotLock) -> list[Any]:
+            context = RecallContext(boundary, lock.slot, lock.scope, operation, view, cancel=cancel)
             try:
-                messages = _items(lock.slot, slot.provider.recall(recall_context))
+                return _items(lock.slot, self._slot(lock.slot).provider.recall(context))
             except Exception as error:
                 logger.warning(
                     "docmem: recall failed for slot %s at %s (%s); nothing applied",
@@ -208,29 +458,58 @@ class MemoryRuntime:
                     _code(error),
                 )
                 raise
-            batches.append((lock, messages))
-        self.ledger.apply(operation, position, batches)
+
+        if len(locks) < 2:
+            return [(lock, one(lock)) for lock in locks]
+        rest = [_pool().submit(one, lock) for lock in locks[1:]]
+        try:
+            first = one(locks[0])
+        finally:
+            concurrent.futures.wait(rest)
+        return [(locks[0], first)] + [
+            (lock, future.result()) for lock, future in zip(locks[1:], rest, strict=True)
+        ]
+
+    def _active_tools(
+        self, scope_context: ScopeContext, operation: str, app_root: str, node: str
+    ) -> dict[str, Tool]:
+        """The tools of every slot that resolves for this context (for an unknown name's answer)."""
+        tools: dict[str, Tool] = {}
+        for slot in self.slots:
+            try:
+                lock = slot.lock(scope_context, app_root=app_root, node=node)
+            except Exception:  # an unresolvable slot offers no tools; its own calls say why
+                continue
+            if lock is not None:
+                tools.update(self._slot_tools(lock, operation, (), scope_context.cancel))
+        return tools
 
     def _tools(
         self, context: TurnContext, locks: Sequence[SlotLock], messages: list[Any]
     ) -> dict[str, Tool]:
         tools: dict[str, Tool] = {}
         for lock in locks:
-            slot = self._slot(lock.slot)
-            tools_context = ToolsContext(
-                lock.slot,
-                lock.scope,
-                context.operation_id,
-                messages,
-                cancel=context.scope_context.cancel,
+            tools.update(
+                self._slot_tools(lock, context.operation_id, messages, context.scope_context.cancel)
             )
-            try:
-                tools.update(slot.qualified_tools(tools_context))
-            except Exception as error:
-                logger.warning(
-                    "docmem: tools of slot %s omitted this turn (%s)", lock.slot, _code(error)
-                )
         return tools
+
+    def _slot_tools(
+        self,
+        lock: SlotLock,
+        operation: str,
+        messages: Sequence[Any],
+        cancel: threading.Event | None,
+    ) -> dict[str, Tool]:
+        """One slot's tools for a locked scope; a provider that fails offers none (logged)."""
+        tools_context = ToolsContext(lock.slot, lock.scope, operation, messages, cancel=cancel)
+        try:
+            return self._slot(lock.slot).qualified_tools(tools_context)
+        except Exception as error:
+            logger.warning(
+                "docmem: tools of slot %s omitted this turn (%s)", lock.slot, _code(error)
+            )
+            return {}
 
     def _capture(
         self, boundary: CaptureBoundary, context: TurnContext, locks: Sequence[SlotLock]
@@ -260,6 +539,21 @@ class MemoryRuntime:
                     boundary,
                     _code(error),
                 )
+
+
+_POOL: concurrent.futures.ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The process's worker threads for concurrent slot reads, started on first use."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = concurrent.futures.ThreadPoolExecutor(
+                max_workers=16, thread_name_prefix="docmem-recall"
+            )
+        return _POOL
 
 
 def _cancelled() -> Cancelled:

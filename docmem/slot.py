@@ -27,7 +27,7 @@ from .provider import MemoryProvider as MemoryProvider
 from .provider import RecallContext as RecallContext
 from .provider import RecalledItem as RecalledItem
 from .provider import ToolsContext as ToolsContext
-from .tools import Tool, check_slot_name, qualify_tools
+from .tools import Tool, ToolSpec, check_slot_name, qualify_tools
 
 __all__ = [
     "MemorySlot",
@@ -195,6 +195,23 @@ class MemorySlot:
         if not callable(resolver):
             return {}
         found = resolver(context)
+        if not found:
+            return {}
+        return qualify_tools(self.name, found, self.description)
+
+    def qualified_specs(self) -> dict[str, ToolSpec]:
+        """The provider's declared tool specs, qualified like :meth:`qualified_tools`. No I/O.
+
+        Empty for a slot without tools or a provider that declares none
+        (``tool_specs`` is optional): such a slot's tools cannot be offered
+        to a framework that builds its tool objects before any turn.
+        """
+        if not self.tools:
+            return {}
+        declare = getattr(self.provider, "tool_specs", None)
+        if not callable(declare):
+            return {}
+        found = declare(self.name)
         if not found:
             return {}
         return qualify_tools(self.name, found, self.description)

@@ -14,14 +14,15 @@ import asyncio
 import copy
 import dataclasses
 import json
+import logging
 import re
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from .document import MAX_INDEX
 from .errors import DocmemError, InvalidArgument
+from .journal import fresh_mutation_id
 
 __all__ = [
     "REMOVE_MEMORY",
@@ -29,6 +30,7 @@ __all__ = [
     "MemoryTool",
     "Tool",
     "ToolResult",
+    "ToolSpec",
     "check_slot_name",
     "dispatch_call",
     "mutation_id_for",
@@ -40,6 +42,8 @@ _SLOT_NAME = re.compile(r"[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*")
 _TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 #: An argument name the model may see echoed back: short and plain, never arbitrary text.
 _PLAIN_ARGUMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+
+logger = logging.getLogger("docmem")
 
 #: ``(arguments, mutation_id) -> result sentence``; raises DocmemError when refused.
 Handler = Callable[[Mapping[str, Any], str], str]
@@ -62,15 +66,31 @@ def qualify(slot: str, tool: str) -> str:
     return name
 
 
+@dataclass(frozen=True)
+class ToolSpec:
+    """What a model is told of a tool before any scope exists: name, description, schema.
+
+    A host builds its framework's tool objects from these once, at start-up,
+    and runs the calls later through :meth:`docmem.MemoryRuntime.dispatch`.
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+_Described = TypeVar("_Described", "Tool", ToolSpec)
+
+
 def qualify_tools(
-    slot: str, tools: Mapping[str, Tool], description: str | None = None
-) -> dict[str, Tool]:
-    """Copies of a provider's tools named ``<slot>__<name>``.
+    slot: str, tools: Mapping[str, _Described], description: str | None = None
+) -> dict[str, _Described]:
+    """Copies of a provider's tools (or tool specs) named ``<slot>__<name>``.
 
     A slot ``description`` is prepended to every tool description with two
-    newlines. The provider's own tool objects are never changed.
+    newlines. The provider's own objects are never changed.
     """
-    qualified: dict[str, Tool] = {}
+    qualified: dict[str, _Described] = {}
     for name, tool in tools.items():
         full = qualify(slot, name)
         text = f"{description}\n\n{tool.description}" if description else tool.description
@@ -87,7 +107,7 @@ def mutation_id_for(call_id: str | None, session_id: str | None) -> str:
     escaped so that no two (session, call) pairs give the same id.
     """
     if not call_id or not session_id:
-        return f"docmem-{uuid.uuid4()}"
+        return fresh_mutation_id()
     return f"{session_id.replace('%', '%25').replace('/', '%2F')}/{call_id}"
 
 
@@ -191,7 +211,15 @@ def dispatch_call(
         arguments = decode_arguments(name, arguments)
         if isinstance(arguments, ToolResult):
             return arguments
-    return tool.call(arguments, call_id=call_id, session_id=session_id)
+    try:
+        return tool.call(arguments, call_id=call_id, session_id=session_id)
+    except Exception as error:  # a provider or store bug, not the model's mistake
+        logger.error("docmem: tool %s failed with %s", name, type(error).__name__)
+        return ToolResult(
+            f"Memory failed unexpectedly ({type(error).__name__}); "
+            "the change may or may not have been made.",
+            is_error=True,
+        )
 
 
 @dataclass(frozen=True)
@@ -266,6 +294,12 @@ class MemoryTool:
     argument: str
     sentences: Mapping[str, str]
 
+    def spec(self, slot: str) -> ToolSpec:
+        """The tool as the model sees it, for ``slot``, before any scope is bound."""
+        return ToolSpec(
+            self.name, self.description.format(slot=slot), copy.deepcopy(dict(self.parameters))
+        )
+
     def bind(self, slot: str, action: Callable[[Any, str], _Indexed]) -> Tool:
         """A :class:`Tool` running ``action(argument, mutation_id)`` once its schema is met.
 
@@ -277,8 +311,8 @@ class MemoryTool:
             result = action(arguments[self.argument], mutation_id)
             return self.sentences[result.status].format(index=result.index)
 
-        description = self.description.format(slot=slot)
-        return Tool(self.name, description, copy.deepcopy(dict(self.parameters)), handler)
+        spec = self.spec(slot)
+        return Tool(spec.name, spec.description, spec.parameters, handler)
 
 
 SAVE_MEMORY = MemoryTool(

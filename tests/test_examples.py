@@ -12,6 +12,10 @@ from docmem.document import parse
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
+#: The first line of each slot's copy as the example prints it, marker included.
+CHANNEL = "[memory channel] # Memory: channel <!-- docmem:recall channel -->"
+USER = "[memory user] # Memory: user <!-- docmem:recall user -->"
+
 
 def run_quickstart(cwd: Path) -> str:
     env = {k: v for k, v in os.environ.items() if k != "DOCMEM_STORE"}
@@ -67,8 +71,8 @@ def test_conversation_projects_each_memory_once_and_supersedes(tmp_path: Path) -
     assert prompts[0] == [f"[user] {conversation.SCRIPT[0][0]}"]  # nothing saved yet
     # turn 1: both memories, once each, slot-name order, before the turn's input
     assert prompts[1][2:4] == [
-        "[memory channel] # Memory: channel | 0: Alice is migrating invoices to the new system.",
-        "[memory user] # Memory: user | 0: Prefers metric units.",
+        f"{CHANNEL} | 0: Alice is migrating invoices to the new system.",
+        f"{USER} | 0: Prefers metric units.",
     ]
     # turn 2: unchanged memories stay where they were, still once each
     assert prompts[2][2:4] == prompts[1][2:4]
@@ -78,8 +82,8 @@ def test_conversation_projects_each_memory_once_and_supersedes(tmp_path: Path) -
     assert sum(line.startswith("[memory") for line in last) == 2
     assert not [line for line in last if "migrating invoices" in line]
     assert last[-3:] == [
-        "[memory channel] # Memory: channel | 1: Alice finished batch 7; batch 8 is in progress.",
-        "[memory user] # Memory: user | 0: Prefers metric units. | 1: Works from Lisbon.",
+        f"{CHANNEL} | 1: Alice finished batch 7; batch 8 is in progress.",
+        f"{USER} | 0: Prefers metric units. | 1: Works from Lisbon.",
         f"[user] {conversation.SCRIPT[3][0]}",
     ]
     assert "channel__remove_memory -> Removed memory 0." in last[-4]
@@ -94,6 +98,4 @@ def test_conversation_runs_as_a_script() -> None:
         timeout=120,
     )
     assert done.stdout.count("=== prompt of turn") == 4
-    assert "[memory user] # Memory: user | 0: Prefers metric units. | 1: Works from Lisbon." in (
-        done.stdout
-    )
+    assert f"{USER} | 0: Prefers metric units. | 1: Works from Lisbon." in (done.stdout)

@@ -97,10 +97,12 @@ LAYERS = {
     "secrets": 2,
     "tools": 3,
     "slot": 3,
+    "injection": 3,
     "recall": 3,
     "runtime": 3,
     "formats": 3,
     "testing": 4,  # the conformance suite, for plug-in authors' tests
+    "integrations": 5,  # the framework adapters, on top of everything
 }
 #: Imports against the layers, each with its reason.
 UPWARD = {

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from copies import unmarked
 
 import docmem
 from docmem.keys import item_key
@@ -35,7 +36,7 @@ def lock(
 def shown(projected: Sequence[Any]) -> list[str]:
     """The projection as text: host messages as they are, records as ``[slot] content``."""
     return [
-        f"[{item.slot}] {item.content}" if isinstance(item, ProjectedRecall) else item
+        f"[{item.slot}] {unmarked(item)}" if isinstance(item, ProjectedRecall) else item
         for item in projected
     ]
 
@@ -358,8 +359,9 @@ def test_projected_records_are_user_role_and_marked() -> None:
     ledger, user = RecallLedger(), lock()
     ledger.apply("turn-1", 0, [(user, [Recalled("keyed", "doc"), Recalled("unkeyed")])])
     keyed, unkeyed, host = ledger.project(["h"], [user])
-    assert keyed == ProjectedRecall("keyed", "user", item_key("doc"))
-    assert unkeyed == ProjectedRecall("unkeyed", "user", None)
+    assert keyed == ProjectedRecall("keyed <!-- docmem:recall user -->", "user", item_key("doc"))
+    assert unkeyed == ProjectedRecall("unkeyed <!-- docmem:recall user -->", "user", None)
+    assert [docmem.recalled_slot(item.content) for item in (keyed, unkeyed)] == ["user", "user"]
     assert (keyed.role, keyed.docmem_recall) == ("user", True)
     assert (unkeyed.role, unkeyed.docmem_recall) == ("user", True)
     assert host == "h"
@@ -371,7 +373,7 @@ def test_split_recalls_separates_the_conversation_from_the_records() -> None:
     projected = ledger.project(["h0", "h1", "h2"], [user])
     conversation, recalls = split_recalls(projected)
     assert conversation == ["h0", "h1", "h2"]
-    assert [recall.content for recall in recalls] == ["R1", "R2"]
+    assert [unmarked(recall) for recall in recalls] == ["R1", "R2"]
     assert all(isinstance(recall, ProjectedRecall) for recall in recalls)
     assert split_recalls([]) == ([], [])
 

@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from copies import unmarked
 
 import docmem
+from docmem.injection import mark_recalled
 from docmem.keys import item_key
 from docmem.provider import CaptureContext, RecallContext, ToolsContext
 from docmem.recall import EARLIER_PARTICIPANT, ProjectedRecall, Recalled
@@ -58,12 +60,12 @@ def records(messages: Sequence[Any]) -> list[ProjectedRecall]:
 
 
 def contents(messages: Sequence[Any]) -> list[str]:
-    return [record.content for record in records(messages)]
+    return [unmarked(record) for record in records(messages)]
 
 
 def shown(messages: Sequence[Any]) -> list[str]:
     return [
-        f"[{item.slot}] {item.content}" if isinstance(item, ProjectedRecall) else item
+        f"[{item.slot}] {unmarked(item)}" if isinstance(item, ProjectedRecall) else item
         for item in messages
     ]
 
@@ -261,7 +263,7 @@ def test_an_invalid_slot_leaves_the_ledger_unchanged_for_all_slots(
     retried = runtime.turn_started(turn("t2", ["q1", "r1"]))
     assert shown(retried.messages)[2:] == [
         "[extra] fixed",
-        f"[user] {records(retried.messages)[-1].content}",
+        f"[user] {unmarked(records(retried.messages)[-1])}",
     ]
     assert "0: Changed since." in retried.messages[-1].content
 
@@ -510,7 +512,10 @@ def test_compaction_keeps_memory_out_of_the_summary_and_reattaches_it(
 
     recalls = len(provider.recalls)
     after = runtime.compaction_completed(turn("t2", ["summary"]))
-    assert after == [ProjectedRecall(memory_text, "user", item_key("document")), "summary"]
+    assert after == [
+        ProjectedRecall(mark_recalled(memory_text, "user"), "user", item_key("document")),
+        "summary",
+    ]
     assert len(provider.recalls) == recalls + 1
     assert provider.recalls[-1].boundary == "compaction_completed"
 

@@ -1,6 +1,6 @@
 # The README's two commands: `make demo` and `make test`. Both start from a
-# fresh clone: they create .venv with $(PYTHON) (3.10 or newer) and install
-# what they need into it.
+# fresh clone: they create .venv with $(PYTHON) (3.10 or newer for the demo,
+# 3.11 or newer for the tests) and install what they need into it.
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -21,7 +21,12 @@ $(VENV)/.core: $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
 	touch $@
 
+# The framework adapters' tests (docmem.integrations) run on every `make test`, and
+# Pydantic AI and LangChain need Python 3.11: refuse an older venv rather than skip them.
 $(VENV)/.dev: $(BIN)/python pyproject.toml constraints.txt $(wildcard backends/*/pyproject.toml)
+	@$(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+		echo "make test needs Python 3.11 or newer for the framework adapters' tests;" \
+		"$(VENV) has $$($(BIN)/python -V). Run: make clean && make PYTHON=python3.11 test"; exit 1; }
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]' \
 		$(foreach b,$(BACKENDS),-e './$(b)[test]')
 	touch $(VENV)/.core $@

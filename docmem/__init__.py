@@ -51,6 +51,7 @@ from .errors import (
 )
 from .formats import ToolDispatcher, anthropic_tools, openai_tools
 from .injection import (
+    Placement,
     ProjectedRecall,
     is_recalled,
     message_role,
@@ -112,6 +113,7 @@ __all__ = [
     "MutationConflict",
     "MutationRecord",
     "NamespaceContext",
+    "Placement",
     "Principal",
     "ProjectedRecall",
     "RecallBatchInvalid",

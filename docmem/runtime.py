@@ -153,6 +153,33 @@ class MemoryRuntime:
             specs.update(slot.qualified_specs())
         return specs
 
+    def tool_specs_for(
+        self,
+        scope_context: ScopeContext | None,
+        *,
+        node: str = "agent",
+        app_root: str | None = None,
+    ) -> dict[str, ToolSpec]:
+        """The specs a model should see for this trusted context: disabled slots left out. No I/O.
+
+        ``None`` has none. A slot that cannot be resolved (no
+        ``DOCMEM_ENVIRONMENT``, a resolver that raises) keeps its tools, so a
+        call answers with docmem's sentence instead of the tools vanishing
+        without a word.
+        """
+        if scope_context is None:
+            return {}
+        root = app_root if app_root is not None else os.getcwd()
+        specs: dict[str, ToolSpec] = {}
+        for slot in self.slots:
+            try:
+                if slot.lock(scope_context, app_root=root, node=node) is None:
+                    continue
+            except Exception:  # dispatch answers with the reason
+                pass
+            specs.update(slot.qualified_specs())
+        return specs
+
     def dispatch(
         self,
         scope_context: ScopeContext | None,

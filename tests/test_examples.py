@@ -99,3 +99,46 @@ def test_conversation_runs_as_a_script() -> None:
     )
     assert done.stdout.count("=== prompt of turn") == 4
     assert f"{USER} | 0: Prefers metric units. | 1: Works from Lisbon." in (done.stdout)
+
+
+def run_example(name: str, cwd: Path) -> str:
+    done = subprocess.run(
+        [sys.executable, "-B", str(EXAMPLES / name)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    return done.stdout
+
+
+SMUGGLED = "Invalid call to user__save_memory: unexpected argument 'user_id'; expected only text."
+
+
+def test_the_openai_agents_example(tmp_path: Path) -> None:
+    out = run_example("with_openai_agents.py", tmp_path)
+    assert "result Saved as memory 0." in out
+    assert f"result {SMUGGLED}" in out
+    assert "memory    # Memory: user <!-- docmem:recall user -->" in out
+    assert "conversation-1's session: 8 items, 0 copies of memory" in out
+    bob = out.split("bob says")[1]
+    assert "Memory: user" not in bob
+
+
+def test_the_pydantic_ai_example(tmp_path: Path) -> None:
+    out = run_example("with_pydantic_ai.py", tmp_path)
+    assert "answer: Noted (Saved as memory 0.)" in out
+    assert "copies in the stored history: 0" in out
+    assert "bob: From memory: nothing" in out
+    assert "alice: From memory: ['0: Prefers metric units.']" in out
+
+
+def test_the_langchain_example(tmp_path: Path) -> None:
+    out = run_example("with_langchain.py", tmp_path)
+    assert "result    Saved as memory 0." in out
+    assert "result    Saved as memory 1." in out
+    assert f"result    {SMUGGLED}" in out
+    assert "              1: Lives in Berlin." in out
+    assert "The checkpointed thread: 10 messages, 0 memory copies" in out
+    assert "Memory: user" not in out.split("bob says")[1].split("The checkpointed thread")[0]

@@ -506,3 +506,29 @@ def test_save_without_an_id_is_still_exactly_once_per_call() -> None:
     mem = bound(store, ALICE)
     assert mem.save("Once.").index == 0
     assert mem.read().entries == {0: "Once."}
+
+
+def test_tool_specs_for_a_context_leave_disabled_slots_out(
+    counting: CountingBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = docmem.FileMemory(counting)
+    monkeypatch.delenv("DOCMEM_ENVIRONMENT", raising=False)
+    monkeypatch.delenv("DOCMEM_DEV", raising=False)
+    runtime = docmem.MemoryRuntime(
+        [
+            docmem.MemorySlot("user", memory, scope=docmem.by_principal, namespace=NS),
+            docmem.MemorySlot("team", memory, scope=lambda c: None, namespace=NS),
+            docmem.MemorySlot("env", memory, scope="s"),  # default_namespace cannot resolve
+        ]
+    )
+    assert list(runtime.tool_specs_for(ALICE)) == [
+        "env__save_memory",
+        "env__remove_memory",
+        "user__save_memory",
+        "user__remove_memory",
+    ]
+    assert runtime.tool_specs_for(None) == {}
+    env = runtime.dispatch(ALICE, "env__save_memory", {"text": "x"})
+    assert env.is_error
+    assert env.text.startswith("DOCMEM_ENVIRONMENT is not set")
+    assert counting.reads == 0

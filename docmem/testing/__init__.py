@@ -48,15 +48,22 @@ and its races, :mod:`docmem.testing.state_machine` the model-based test, and
 processes killed mid-save) for stores on a local disk,
 :mod:`docmem.testing.redaction` the canary helpers, and
 :mod:`docmem.testing.volumes` a real tmpfs volume to unmount under a store;
-each is imported from its module.
+each is imported from its module. For framework adapters,
+:class:`AdapterTests` (:mod:`docmem.testing.adapters`) is the same kind of
+suite, run through the real framework, and
+:mod:`docmem.testing.langchain_model` a LangChain fake chat model that takes
+tools (imported only explicitly: it needs LangChain).
 """
 
 from __future__ import annotations
 
+from .adapters import AdapterHarness, AdapterTests
 from .conformance import BackendTests, RawAccess, increment_counter
 from .state_machine import BackendFactory, BackendStateMachine
 
 __all__ = [
+    "AdapterHarness",
+    "AdapterTests",
     "BackendFactory",
     "BackendStateMachine",
     "BackendTests",

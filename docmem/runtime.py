@@ -331,14 +331,17 @@ class MemoryRuntime:
         node: str = "agent",
         app_root: str | None = None,
     ) -> list[_M | ProjectedRecall]:
-        """Async :meth:`prepare_model_call`."""
-        conversation, _ = split_recalls(messages, text_of=text_of)
-        recalls = await self.arecall(
-            scope_context, messages=conversation, node=node, app_root=app_root
+        """Async :meth:`prepare_model_call` (the slots are read in worker threads)."""
+        return await asyncio.to_thread(
+            self.prepare_model_call,
+            messages,
+            scope_context,
+            placement=placement,
+            text_of=text_of,
+            role_of=role_of,
+            node=node,
+            app_root=app_root if app_root is not None else os.getcwd(),
         )
-        return place_recalls(conversation, recalls, placement=placement, role_of=role_of)
-
-    # -- boundaries ----------------------------------------------------------
 
     def lock(self, context: TurnContext) -> tuple[SlotLock, ...]:
         """Resolve every slot's scope, then namespace; disabled slots are left out."""

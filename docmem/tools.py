@@ -78,6 +78,19 @@ class ToolSpec:
     description: str
     parameters: Mapping[str, Any]
 
+    def json_schema(self) -> dict[str, Any]:
+        """``parameters`` as fresh plain dicts and lists, for a framework that edits its copy."""
+        plain: dict[str, Any] = _plain(self.parameters)
+        return plain
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
 
 _Described = TypeVar("_Described", "Tool", ToolSpec)
 

@@ -33,7 +33,6 @@ included) is recognised and has no second effect.
 
 from __future__ import annotations
 
-import copy
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -258,7 +257,7 @@ class DocmemMiddleware(AgentMiddleware[DocmemState, ContextT, Any]):
             coroutine=acall,
             name=name,
             description=spec.description,
-            args_schema=copy.deepcopy(dict(spec.parameters)),
+            args_schema=spec.json_schema(),
         )
 
     # -- hooks ------------------------------------------------------------------

@@ -159,7 +159,7 @@ class DocmemMemory(Generic[ContextT]):
         return FunctionTool(
             name=name,
             description=spec.description,
-            params_json_schema=_plain(spec.parameters),
+            params_json_schema=spec.json_schema(),
             on_invoke_tool=invoke,
             strict_json_schema=True,
             is_enabled=enabled,
@@ -223,15 +223,6 @@ class DocmemMemory(Generic[ContextT]):
         return ModelInputData(
             input=conversation, instructions=_with_documents(model.instructions, recalls)
         )
-
-
-def _plain(value: Any) -> Any:
-    """A JSON schema as fresh plain dicts and lists (the SDK rewrites its own copy)."""
-    if isinstance(value, Mapping):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    return value
 
 
 def _field(item: object, name: str) -> object:

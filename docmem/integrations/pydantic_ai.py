@@ -172,7 +172,7 @@ class _DocmemToolset(AbstractToolset[DepsT]):
                 tool_def=ToolDefinition(
                     name=name,
                     description=spec.description,
-                    parameters_json_schema=_plain(spec.parameters),
+                    parameters_json_schema=spec.json_schema(),
                 ),
                 max_retries=ctx.max_retries,
                 args_validator=_ANY_ARGUMENTS,
@@ -200,15 +200,6 @@ class _DocmemToolset(AbstractToolset[DepsT]):
 def _session_id(ctx: RunContext[Any]) -> str | None:
     """The run-scoped session of a tool call's mutation id: ``<conversation_id>/<run_id>``."""
     return "/".join(part for part in (ctx.conversation_id, ctx.run_id) if part) or None
-
-
-def _plain(value: Any) -> Any:
-    """A deep copy of a JSON schema, as plain dicts and lists the framework may edit."""
-    if isinstance(value, Mapping):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    return value
 
 
 def _part(recall: ProjectedRecall) -> UserPromptPart:

@@ -495,19 +495,18 @@ class AdapterTests:
         self, store: CountingStore, caplog: pytest.LogCaptureFixture
     ) -> None:
         who = TrustedContext(SCOPE_CANARY)
-        caplog.set_level(logging.DEBUG)
-        harness = self.harness(store)
-        harness.run(
-            who,
-            "Remember",
-            [
-                ToolCall("user__save_memory", {"text": CANARY}, "call_1"),
-                ToolCall("user__save_memory", {"text": f"{CANARY} user_id", "user_id": "x"}, "c2"),
-                Reply("Done."),
-            ],
-        )
-        docmem_records = [r for r in caplog.records if r.name.startswith("docmem")]
-        for record in docmem_records:
+        caplog.set_level(logging.DEBUG)  # every logger, the framework's own included
+        harness = self.harness(store, max_characters=300)
+        script: list[Step] = [
+            ToolCall("user__save_memory", {"text": CANARY}, "call_1"),
+            ToolCall("user__save_memory", {"text": f"{CANARY} x", "user_id": "x"}, "call_2"),
+            ToolCall("user__save_memory", {"text": CANARY * 20}, "call_3"),  # memory is full
+            Reply("Done."),
+        ]
+        harness.run(who, "Remember", script)
+        asyncio.run(harness.arun(who, "Again", [Reply("Ok.")]))
+        assert caplog.records, "nothing was logged at all: the capture is not working"
+        for record in caplog.records:
             text = f"{record.getMessage()} {record.args!r}"
-            assert CANARY not in text
-            assert SCOPE_CANARY not in text
+            assert CANARY not in text, record.name
+            assert SCOPE_CANARY not in text, record.name

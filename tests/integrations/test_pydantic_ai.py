@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import subprocess
 import sys
 import warnings
@@ -44,8 +43,8 @@ from docmem.testing.adapters import (
     ToolCall,
     TrustedContext,
     TurnRecord,
+    trusted_scope,
 )
-from docmem.testing.redaction import CANARY, SCOPE_CANARY
 
 REPO = Path(__file__).resolve().parents[2]
 SYSTEM = "You are a careful assistant."
@@ -201,12 +200,6 @@ class TestPydanticAIAdapter(AdapterTests):
 # -- fixtures and helpers --------------------------------------------------------
 
 
-def principal_of(context: TrustedContext) -> docmem.ScopeContext | None:
-    if context.user is None:
-        return None
-    return docmem.ScopeContext(principal=docmem.Principal("user", "auth0", context.user))
-
-
 ALICE = TrustedContext("alice", "t-alice")
 
 
@@ -230,11 +223,13 @@ def user_slot(store: docmem.Backend, **options: Any) -> docmem.MemorySlot:
 
 @pytest.fixture
 def harness(store: docmem.Backend) -> PydanticAIHarness:
-    return PydanticAIHarness([user_slot(store)], principal_of)
+    return PydanticAIHarness([user_slot(store)], trusted_scope)
 
 
 def bound(store: docmem.Backend, person: str) -> docmem.BoundMemory:
-    scope = docmem.lock_scope(namespace="tests:pyd:user", scope=("user", "auth0", "", person))
+    scope = docmem.lock_scope(
+        namespace="tests:pyd:user", scope=("user", "adapter-tests", "", person)
+    )
     return docmem.FileMemory(store).bind(scope, slot="user")
 
 
@@ -250,7 +245,7 @@ def raw(store: docmem.Backend, person: str) -> bytes | None:
 
 def document(harness: PydanticAIHarness, context: TrustedContext) -> list[str]:
     """The copies the model should see now for ``context``: one fresh read."""
-    return [recall.content for recall in harness.capability.runtime.recall(principal_of(context))]
+    return [recall.content for recall in harness.capability.runtime.recall(trusted_scope(context))]
 
 
 def copies(texts: Sequence[str]) -> list[str]:
@@ -282,7 +277,7 @@ def test_a_store_that_is_down_fails_the_request_never_shows_empty_memory(
     tmp_path: Path,
 ) -> None:
     missing = docmem.open_store(f"file://{tmp_path / 'not-a-store'}")  # every read raises
-    harness = PydanticAIHarness([user_slot(missing)], principal_of)
+    harness = PydanticAIHarness([user_slot(missing)], trusted_scope)
     with pytest.raises(docmem.StoreUnavailable):
         harness.run(ALICE, "Hello", [Reply("Hi.")])
     record = harness.run(TrustedContext(None, "t-anon"), "Hello", [Reply("Hi.")])  # no read
@@ -297,7 +292,7 @@ def test_a_slot_disabled_for_the_scope_shows_no_tools(store: docmem.Backend) -> 
         scope=lambda context: context.channel_metadata.get("channel") or None,
         namespace="tests:pyd:channel",
     )
-    harness = PydanticAIHarness([user_slot(store), channel], principal_of)
+    harness = PydanticAIHarness([user_slot(store), channel], trusted_scope)
     record = harness.run(ALICE, "Hello", [Reply("Hi.")])
     assert sorted(record.calls[0].tools) == ["user__remove_memory", "user__save_memory"]
 
@@ -410,7 +405,7 @@ def test_history_rewriting_capabilities_run_before_it_and_store_no_copy(
 ) -> None:
     """Pinned: ProcessHistory writes the request it sees into history; it runs first."""
     bound(store, "alice").save("Prefers km.")
-    capability = DocmemCapability([user_slot(store)], scope_context=principal_of)
+    capability = DocmemCapability([user_slot(store)], scope_context=trusted_scope)
     agent = Agent(
         deps_type=TrustedContext,
         capabilities=[capability, ProcessHistory(lambda messages: messages)],
@@ -476,13 +471,13 @@ def test_the_copy_is_a_stamped_part_after_the_system_prompt(
     assert not isinstance(copy.content, str)
     [content] = copy.content
     assert isinstance(content, TextContent)
-    [recall] = harness.capability.runtime.recall(principal_of(ALICE))
+    [recall] = harness.capability.runtime.recall(trusted_scope(ALICE))
     assert content.content == recall.content
     assert content.metadata == {METADATA_KEY: {"slot": "user", "item_key": recall.item_key}}
 
 
 def test_position_before_last_user(store: docmem.Backend) -> None:
-    harness = PydanticAIHarness([user_slot(store)], principal_of, position="before_last_user")
+    harness = PydanticAIHarness([user_slot(store)], trusted_scope, position="before_last_user")
     bound(store, "alice").save("Prefers km.")
     harness.run(ALICE, "First", [Reply("One.")])
     [before] = document(harness, ALICE)
@@ -523,7 +518,7 @@ def test_tool_errors_reach_the_model_as_text_and_the_run_goes_on(
 ) -> None:
     for number in range(prefill):
         bound(store, "alice").save(f"Note {number}: " + "y" * 90)
-    harness = PydanticAIHarness([user_slot(store, max_characters=400)], principal_of)
+    harness = PydanticAIHarness([user_slot(store, max_characters=400)], trusted_scope)
     record = harness.run(ALICE, "Hi", [save(text, "c1"), save(text, "c2"), Reply("Sorry.")])
     assert record.output == "Sorry."
     answers = record.calls[2].texts("tool")
@@ -563,19 +558,6 @@ def test_the_mutation_id_is_conversation_run_and_call(
 
 
 # -- sync, async, concurrency, several slots -----------------------------------------
-
-
-def test_no_memory_text_or_raw_scope_in_any_log(
-    store: docmem.Backend, caplog: pytest.LogCaptureFixture
-) -> None:
-    harness = PydanticAIHarness([user_slot(store, max_characters=300)], principal_of)
-    person = TrustedContext(SCOPE_CANARY, "t-canary")
-    script: list[Step] = [save(CANARY, "c1"), save(CANARY * 20, "c2"), Reply("Ok.")]
-    with caplog.at_level(logging.DEBUG):
-        harness.run(person, "Hi", script)
-    logged = "\n".join(record.getMessage() for record in caplog.records)
-    assert CANARY not in logged
-    assert SCOPE_CANARY not in logged
 
 
 def test_importing_docmem_never_imports_pydantic_ai() -> None:

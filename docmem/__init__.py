@@ -59,6 +59,7 @@ from .injection import (
     place_recalls,
     recalled_slot,
     split_recalls,
+    user_text,
 )
 from .keys import LockedScope, lock_scope
 from .memory import (
@@ -156,4 +157,5 @@ __all__ = [
     "recalled_slot",
     "register_backend",
     "split_recalls",
+    "user_text",
 ]

@@ -11,7 +11,9 @@ It is an HTML comment, so Markdown renders nothing for it. Copies are found
 by that marker (or as :class:`ProjectedRecall` objects), stripped from the
 host's messages before each model call, and placed afresh at one stable
 position. A user message whose first line ends with the marker would be
-taken for a copy and left out of the model's input; nothing else is.
+taken for a copy and left out of the model's input; nothing else is: the
+text of an assistant message or a tool result that quotes the marker is not
+looked at (:func:`user_text`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ __all__ = [
     "place_recalls",
     "recalled_slot",
     "split_recalls",
+    "user_text",
 ]
 
 _M = TypeVar("_M")
@@ -122,6 +125,18 @@ def message_text(message: object) -> str | None:
     return _text_of_content(content)
 
 
+def user_text(message: object) -> str | None:
+    """The text of a user message (or a :class:`ProjectedRecall`), ``None`` for any other role.
+
+    What copies are looked for in: a model that echoes the marker in its own
+    answer, or a tool result that quotes it, must stay in the conversation
+    (dropping an assistant message would orphan its tool results).
+    """
+    if isinstance(message, ProjectedRecall) or message_role(message) == "user":
+        return message_text(message)
+    return None
+
+
 def message_role(message: object) -> str | None:
     """The role of a host message: its ``role`` key or attribute, else its ``type``."""
     if isinstance(message, Mapping):
@@ -157,7 +172,7 @@ def split_recalls(
     The conversation half is what may go to a summarizer or into the host's
     stored history; the other half never should. Without ``text_of`` only
     :class:`ProjectedRecall` objects are copies; with it (e.g.
-    :func:`message_text`), so is every message whose text :func:`is_recalled`.
+    :func:`user_text`), so is every message whose text :func:`is_recalled`.
     """
     conversation: list[_M] = []
     recalls: list[_M | ProjectedRecall] = []

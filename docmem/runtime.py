@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import concurrent.futures
+import contextvars
 import hashlib
 import logging
 import os
@@ -48,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .errors import Cancelled, DocmemError, InvalidArgument, RecallBatchInvalid
-from .injection import Placement, ProjectedRecall, message_role, message_text, place_recalls
+from .injection import Placement, ProjectedRecall, message_role, place_recalls, user_text
 from .provider import Boundary, CaptureBoundary, CaptureContext, RecallContext, ToolsContext
 from .recall import LedgerCache, RecallLedger, projected_batch, split_recalls
 from .slot import MemorySlot, ScopeContext, SlotLock
@@ -303,7 +304,7 @@ class MemoryRuntime:
         scope_context: ScopeContext | None,
         *,
         placement: Placement = "after_system",
-        text_of: Callable[[Any], str | None] = message_text,
+        text_of: Callable[[Any], str | None] = user_text,
         role_of: Callable[[Any], str | None] = message_role,
         node: str = "agent",
         app_root: str | None = None,
@@ -311,8 +312,9 @@ class MemoryRuntime:
         """``messages`` for one model request: every earlier copy out, one current copy in.
 
         Copies are recognised as :class:`ProjectedRecall` objects or by
-        ``text_of`` and :func:`docmem.is_recalled` (so one persisted by another
-        process is found too); the fresh ones go where ``placement`` says
+        ``text_of`` (default: the text of user messages only) and
+        :func:`docmem.is_recalled`, so one persisted by another process is
+        found too; the fresh ones go where ``placement`` says
         (:func:`docmem.place_recalls`). A save made after one call shows in
         the next. The result is for the request only: never store it.
         """
@@ -326,7 +328,7 @@ class MemoryRuntime:
         scope_context: ScopeContext | None,
         *,
         placement: Placement = "after_system",
-        text_of: Callable[[Any], str | None] = message_text,
+        text_of: Callable[[Any], str | None] = user_text,
         role_of: Callable[[Any], str | None] = message_role,
         node: str = "agent",
         app_root: str | None = None,
@@ -489,9 +491,9 @@ class MemoryRuntime:
                 )
                 raise
 
-        if len(locks) < 2:
+        if len(locks) < 2 or _in_pool.active:  # a provider recalling from a worker: inline
             return [(lock, one(lock)) for lock in locks]
-        rest = [_pool().submit(one, lock) for lock in locks[1:]]
+        rest = [_pool().submit(contextvars.copy_context().run, one, lock) for lock in locks[1:]]
         try:
             first = one(locks[0])
         finally:
@@ -575,15 +577,43 @@ _POOL: concurrent.futures.ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 
 
+class _InPool(threading.local):
+    active = False
+
+
+#: Set in the pool's own threads, which never wait on the pool themselves.
+_in_pool = _InPool()
+
+
+def _mark_worker() -> None:
+    _in_pool.active = True
+
+
 def _pool() -> concurrent.futures.ThreadPoolExecutor:
-    """The process's worker threads for concurrent slot reads, started on first use."""
+    """The process's worker threads for concurrent slot reads, started on first use.
+
+    Each read runs in a copy of the caller's context (contextvars: a host's
+    tracing context goes along), and a pool thread that reaches here again
+    reads inline, so the pool never waits on itself.
+    """
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
             _POOL = concurrent.futures.ThreadPoolExecutor(
-                max_workers=16, thread_name_prefix="docmem-recall"
+                max_workers=16, thread_name_prefix="docmem-recall", initializer=_mark_worker
             )
         return _POOL
+
+
+def _forget_pool_after_fork() -> None:
+    """A forked child has none of the parent's pool threads: it starts its own pool."""
+    global _POOL, _POOL_LOCK
+    _POOL = None
+    _POOL_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 def _cancelled() -> Cancelled:

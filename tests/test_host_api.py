@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import multiprocessing
 import threading
+import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -532,3 +536,106 @@ def test_tool_specs_for_a_context_leave_disabled_slots_out(
     assert env.is_error
     assert env.text.startswith("DOCMEM_ENVIRONMENT is not set")
     assert counting.reads == 0
+
+
+def test_a_marker_echoed_by_the_model_or_a_tool_is_not_a_copy(counting: CountingBackend) -> None:
+    runtime = docmem.MemoryRuntime(slots(counting))
+    bound(counting, ALICE).save("Likes tea.")
+    echo = "# Memory: user <!-- docmem:recall user -->\n\n0: Likes tea."
+    history = [
+        {"role": "user", "content": "What do you remember?"},
+        {"role": "assistant", "content": echo, "tool_calls": [{"id": "call_1"}]},
+        {"role": "tool", "content": echo, "tool_call_id": "call_1"},
+    ]
+    prepared = runtime.prepare_model_call(history, ALICE)
+    assert [m for m in prepared if not isinstance(m, ProjectedRecall)] == history
+    assert docmem.user_text(history[1]) is None
+    assert docmem.user_text({"role": "user", "content": echo}) == echo
+
+
+def test_every_slot_read_finishes_before_a_failure_is_raised() -> None:
+    finished = threading.Event()
+    release = threading.Event()
+
+    class Failing:
+        def recall(self, context: RecallContext) -> None:
+            release.set()  # the other read is in flight
+            raise docmem.StoreUnavailable("the store is down")
+
+    class Slow:
+        def recall(self, context: RecallContext) -> None:
+            release.wait(10)
+            time.sleep(0.05)
+            finished.set()
+
+    runtime = docmem.MemoryRuntime(
+        [
+            docmem.MemorySlot("a", Failing(), scope="s", namespace=NS),
+            docmem.MemorySlot("b", Slow(), scope="s", namespace=NS),
+        ]
+    )
+    with pytest.raises(docmem.StoreUnavailable):
+        runtime.recall(ALICE)
+    assert finished.is_set(), "recall raised while another slot's read was still running"
+
+
+def test_a_provider_that_recalls_from_a_pool_thread_does_not_deadlock() -> None:
+    class Nested:
+        def __init__(self, inner: docmem.MemoryRuntime | None) -> None:
+            self.inner = inner
+
+        def recall(self, context: RecallContext) -> list[docmem.Recalled]:
+            if self.inner is not None:
+                self.inner.recall(ALICE)  # from one of the pool's own threads
+            return [docmem.Recalled("ok")]
+
+    inner = docmem.MemoryRuntime(
+        [docmem.MemorySlot(n, Nested(None), scope="s", namespace=NS) for n in "xy"]
+    )
+    names = [f"s{number}" for number in range(40)]  # more slots than the pool has threads
+    outer = docmem.MemoryRuntime(
+        [docmem.MemorySlot(n, Nested(inner), scope="s", namespace=NS) for n in names]
+    )
+    assert len(outer.recall(ALICE)) == 40
+
+
+def test_slot_reads_carry_the_callers_context_variables() -> None:
+    current: contextvars.ContextVar[str] = contextvars.ContextVar("current", default="none")
+    seen: list[str] = []
+
+    class Reading:
+        def recall(self, context: RecallContext) -> None:
+            seen.append(current.get())
+
+    runtime = docmem.MemoryRuntime(
+        [docmem.MemorySlot(n, Reading(), scope="s", namespace=NS) for n in "abc"]
+    )
+    current.set("turn-7")
+    runtime.recall(ALICE)
+    assert seen == ["turn-7"] * 3
+
+
+def test_a_forked_child_recalls_with_a_pool_of_its_own() -> None:
+    class Plain:
+        def recall(self, context: RecallContext) -> list[docmem.Recalled]:
+            return [docmem.Recalled("ok")]
+
+    runtime = docmem.MemoryRuntime(
+        [docmem.MemorySlot(n, Plain(), scope="s", namespace=NS) for n in "ab"]
+    )
+    runtime.recall(ALICE)  # the parent's pool now has threads the child will not have
+    context = multiprocessing.get_context("fork")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads, on purpose
+        child = context.Process(target=_recall_twice_then_exit, args=(runtime,))
+        child.start()
+    child.join(30)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child hung on the parent's pool")
+    assert child.exitcode == 0
+
+
+def _recall_twice_then_exit(runtime: docmem.MemoryRuntime) -> None:
+    assert len(runtime.recall(ALICE)) == 2
+    assert len(runtime.recall(ALICE)) == 2

@@ -102,13 +102,17 @@ def copy_id(recall: ProjectedRecall, number: int = 0) -> str:
 
 
 def is_copy(message: object) -> bool:
-    """Whether a LangChain message is a recalled copy: by its ``docmem:`` id, or by its text."""
+    """Whether a LangChain message is a recalled copy: by its ``docmem:`` id, or by its text.
+
+    By text only a human message counts: a model that echoes the marker in its
+    own answer (or a tool result that quotes it) stays in the conversation.
+    """
     if isinstance(message, ProjectedRecall):
         return True
     message_id = getattr(message, "id", None)
     if isinstance(message_id, str) and message_id.startswith(COPY_ID_PREFIX):
         return True
-    return is_recalled(message_text(message))
+    return getattr(message, "type", None) == "human" and is_recalled(message_text(message))
 
 
 def _as_messages(placed: Sequence[AnyMessage | ProjectedRecall]) -> list[AnyMessage]:
@@ -157,10 +161,12 @@ def _session(runtime: ToolRuntime[Any, Any]) -> str | None:
         configurable = runtime.config.get("configurable") or {}
         found = configurable.get("thread_id")
         thread = str(found) if found is not None else None
-    run = info.run_id if info is not None else None
-    if run is None and isinstance(runtime.state, dict):
-        stored = runtime.state.get("docmem_run")
-        run = stored if isinstance(stored, str) else None
+    # The id before_agent drew is kept across an interrupt and its resume, where a
+    # configured run_id (LangGraph Server gives each resume its own) is not.
+    stored = runtime.state.get("docmem_run") if isinstance(runtime.state, dict) else None
+    run = stored if isinstance(stored, str) else None
+    if run is None and info is not None:
+        run = info.run_id
     parts = [part for part in (thread, run) if part]
     return "/".join(parts) if parts else None
 

@@ -298,12 +298,17 @@ class AdapterTests:
     ) -> None:
         alice = TrustedContext("alice")
         self.memory(store, alice).save("Prefers tea.")
-        turn = self.harness(store).run(alice, "Hi", [Reply("Hello.")])
-        roles = [role for role, _ in turn.calls[0].messages]
-        at = next(n for n, (_, text) in enumerate(turn.calls[0].messages) if is_recalled(text))
-        assert all(role == "system" for role in roles[:at])
-        assert turn.calls[0].messages[at][0] == "user"
-        assert ("user", "Hi") in turn.calls[0].messages[at + 1 :]
+        harness = self.harness(store)
+        harness.run(alice, "Hi", [Reply("Hello.")])
+        later = harness.run(alice, "And now?", [Reply("Still here.")]).calls[0].messages
+        leading = 0
+        while later[leading][0] == "system":
+            leading += 1
+        assert is_recalled(later[leading][1])  # right after the system prompt ...
+        assert later[leading][0] == "user"
+        assert later[leading + 1] == ("user", "Hi")  # ... before the whole conversation
+        assert later[-1] == ("user", "And now?")
+        assert sum(1 for _, text in later if is_recalled(text)) == 1
 
     def test_the_frameworks_history_never_holds_a_copy(self, store: CountingStore) -> None:
         alice = TrustedContext("alice")

@@ -26,6 +26,7 @@ from langchain_core.messages import (
     HumanMessage,
     RemoveMessage,
     SystemMessage,
+    ToolMessage,
 )
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool
@@ -858,3 +859,11 @@ def test_a_missing_framework_names_the_extra() -> None:
 def test_the_middleware_is_an_agent_middleware_with_its_tools(harness: LangChainHarness) -> None:
     assert isinstance(harness.middleware, AgentMiddleware)
     assert harness.middleware.name == "DocmemMiddleware"
+
+
+def test_only_human_messages_are_copies_by_their_text() -> None:
+    echo = "# Memory: user <!-- docmem:recall user -->\n\n0: Likes tea."
+    assert is_copy(HumanMessage(echo))
+    assert is_copy(HumanMessage("anything", id="docmem:user:key"))
+    assert not is_copy(AIMessage(echo))  # a model echoing its memory keeps its message
+    assert not is_copy(ToolMessage(echo, tool_call_id="call_1"))

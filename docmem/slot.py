@@ -56,6 +56,21 @@ class Principal:
     id: str
     issuer: str | None = None
 
+    @classmethod
+    def parse(cls, text: str) -> Principal:
+        """``KIND:AUTHENTICATOR:ID`` (as a command line gives it); the id may hold colons.
+
+        Raises :class:`~docmem.InvalidArgument`, quoting nothing of ``text``
+        (it names a person), when a part is missing or blank.
+        """
+        kind, _, rest = text.partition(":")
+        authenticator, _, identity = rest.partition(":")
+        if not (kind.strip() and authenticator.strip() and identity.strip()):
+            raise InvalidArgument(
+                "a principal is KIND:AUTHENTICATOR:ID, e.g. user:auth0:u_123, with no part blank"
+            )
+        return cls(kind, authenticator, identity)
+
 
 @dataclass(frozen=True)
 class ScopeContext:

@@ -453,3 +453,12 @@ def test_tools_false_exposes_none() -> None:
 def test_a_provider_without_tools_exposes_none() -> None:
     slot = docmem.MemorySlot("user", Provider(), scope="s", namespace="n")
     assert slot.qualified_tools(tools_context()) == {}
+
+
+def test_a_principal_parses_from_its_command_line_form() -> None:
+    assert docmem.Principal.parse("user:auth0:u_123") == docmem.Principal("user", "auth0", "u_123")
+    assert docmem.Principal.parse("user:oidc:a:b").id == "a:b"
+    for bad in ("person-42", "idp-x:person-42", ":idp-x:person-42", "kind-x::person-42"):
+        with pytest.raises(docmem.InvalidArgument) as raised:
+            docmem.Principal.parse(bad)
+        assert "person-42" not in str(raised.value)

@@ -62,7 +62,7 @@ endif
 ## make bench: the benchmarks, printed as ratios against raw baselines
 bench: $(VENV)/.dev
 	$(BIN)/python benchmarks/local.py
-	scripts/with-test-servers sh -c '$(BIN)/python benchmarks/s3.py && $(BIN)/python benchmarks/fsspec_store.py'
+	scripts/with-test-servers sh -c '$(BIN)/python benchmarks/s3.py && $(BIN)/python benchmarks/fsspec_store.py && $(BIN)/python benchmarks/adapters.py'
 
 clean:
 	rm -rf $(VENV) .docmem .pytest_cache .mypy_cache .ruff_cache .hypothesis \

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -13,15 +14,30 @@ import pytest
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 LOCAL_ROWS = ("save, 10 entries", "recall, 10 entries", "existing scope", "new scope")
+ADAPTER_FILE_ROWS = (
+    "openai-agents Runner.run, file://",
+    "pydantic-ai Agent.run, file://",
+    "langchain invoke, file://",
+    "langchain ainvoke, file://",
+)
+ADAPTER_S3_ROWS = (
+    "openai-agents Runner.run, s3://",
+    "pydantic-ai Agent.run, s3://",
+    "langchain invoke, s3://",
+    "langchain ainvoke, s3://",
+    "turn start, 3 slots, MemoryRuntime.recall",
+    "turn start, 3 slots, turn_started",
+)
 
 
-def run(script: str, *arguments: str) -> str:
+def run(script: str, *arguments: str, env: dict[str, str] | None = None) -> str:
     done = subprocess.run(
-        [sys.executable, str(BENCHMARKS / script), *arguments],
+        [sys.executable, "-B", str(BENCHMARKS / script), *arguments],
         capture_output=True,
         text=True,
         check=True,
         timeout=300,
+        env=env,
     )
     return done.stdout
 
@@ -53,7 +69,35 @@ def test_local_benchmark_json_is_one_object_with_every_result() -> None:
     assert report["errors"] == []
 
 
-@pytest.mark.parametrize("script", ["s3.py", "fsspec_store.py"])
+def test_adapters_benchmark_without_s3_reports_every_file_row() -> None:
+    for framework in ("agents", "pydantic_ai", "langchain"):
+        pytest.importorskip(framework)
+    env = {name: value for name, value in os.environ.items() if name != "LOCALSTACK_ENDPOINT"}
+    report = json.loads(run("adapters.py", "--quick", "--json", env=env))
+    assert (report["format"], report["benchmark"]) == ("docmem-benchmarks/1", "adapters")
+    assert report["context"]["endpoint"] is None
+    results = report["results"]
+    assert [result["name"] for result in results] == list(ADAPTER_FILE_ROWS)
+    for result in results:
+        # One model call's medians with the hook and with it doing nothing; the row's
+        # figure is their difference, which noise on a busy machine can turn below 0.
+        assert result["hook_seconds"] > 0, result
+        assert result["noop_seconds"] > 0, result
+        added = result["hook_seconds"] - result["noop_seconds"]
+        assert math.isclose(result["subject_seconds"], added, abs_tol=1e-12)
+        assert math.isfinite(result["paired_seconds"])
+        assert result["baseline_seconds"] == 0.001, result  # the budget, not measured
+        assert math.isclose(result["ratio"], result["subject_seconds"] / result["baseline_seconds"])
+        assert result["target"] == 1.0
+        assert isinstance(result["passed"], bool)
+        assert result["checked"], result["notes"]  # one copy sent with the hook, none without
+    assert report["errors"] == []
+    skipped = report["skipped"]
+    assert [entry.split(": ", 1)[0] for entry in skipped] == list(ADAPTER_S3_ROWS)
+    assert all("no S3 endpoint" in entry for entry in skipped)
+
+
+@pytest.mark.parametrize("script", ["s3.py", "fsspec_store.py", "adapters.py"])
 def test_every_server_benchmark_offers_json(script: str) -> None:
     pytest.importorskip("docmem_s3")
     if script == "fsspec_store.py":

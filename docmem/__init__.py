@@ -51,7 +51,6 @@ from .errors import (
 )
 from .formats import ToolDispatcher, anthropic_tools, openai_tools
 from .injection import (
-    Placement,
     ProjectedRecall,
     is_recalled,
     message_role,
@@ -114,7 +113,6 @@ __all__ = [
     "MutationConflict",
     "MutationRecord",
     "NamespaceContext",
-    "Placement",
     "Principal",
     "ProjectedRecall",
     "RecallBatchInvalid",

@@ -17,9 +17,9 @@ import logging
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Union
 
-from . import journal
+from . import journal, telemetry
 from .backend import Backend, LruCache, Stored
 from .document import MemoryDocument, parse, render_recall
 from .errors import (
@@ -68,6 +68,8 @@ DOCUMENT_ID = "document"
 DOCUMENT_ITEM_KEY = item_key(DOCUMENT_ID)
 
 _R = TypeVar("_R")
+#: What a provider operation reports to (docmem.telemetry; a no-op without OpenTelemetry).
+Observed = Union[telemetry.Observation, telemetry._Null]  # noqa: UP007
 
 
 @dataclass(frozen=True)
@@ -204,6 +206,7 @@ class BoundMemory:
         self.slot = slot
         self._key = scope.storage_key
         self._cancel = cancel
+        self._scheme = self._store.url.partition(":")[0]
 
     def __repr__(self) -> str:
         return f"BoundMemory(slot={self.slot!r}, key={self._key!r})"
@@ -214,39 +217,58 @@ class BoundMemory:
 
     # -- reading -----------------------------------------------------------
 
-    def _load(self, *, recent: bool = False) -> _Read:
-        stored = _checked_stored(
-            self._store.read_recent(self._key) if recent else self._store.read(self._key)
+    def _observe(self, op: str) -> telemetry.Observation | telemetry._Null:
+        return telemetry.operation(op, slot=self.slot, scheme=self._scheme, key=self._key)
+
+    def _load(self, observation: Observed, *, recent: bool = False) -> _Read:
+        with observation.request("read"):
+            found = self._store.read_recent(self._key) if recent else self._store.read(self._key)
+        stored = _checked_stored(found)
+        if stored is None:
+            return _Read(None, None, from_cache=recent)
+        document = self._memory._parse(stored.data)
+        observation.document(
+            len(stored.data), len(document.entries), document.revision, written=False
         )
-        document = self._memory._parse(stored.data) if stored is not None else None
         return _Read(stored, document, from_cache=recent)
+
+    def _read_now(self, observation: Observed) -> MemoryDocument | None:
+        if self._cancel is not None and self._cancel.is_set():
+            raise Cancelled("the turn was cancelled; memory was not read")
+        return self._load(observation).document
 
     def read(self) -> MemoryDocument | None:
         """The stored document, or ``None`` when the scope has none."""
-        if self._cancel is not None and self._cancel.is_set():
-            raise Cancelled("the turn was cancelled; memory was not read")
-        return self._load().document
+        with self._observe("read") as observation:
+            return self._read_now(observation)
 
     def recall(self) -> list[RecallMessage]:
         """``[]`` without a document, else exactly one message with id ``"document"``."""
-        document = self.read()
-        if document is None:
-            return []
-        return [
-            RecallMessage(
-                id=DOCUMENT_ID,
-                item_key=DOCUMENT_ITEM_KEY,
-                slot=self.slot,
-                namespace_key=self.scope.namespace_key,
-                scope_key=self.scope.scope_key,
-                content=render_recall(document, self.slot),
-                revision=document.revision,
-            )
-        ]
+        with self._observe("recall") as observation:
+            document = self._read_now(observation)
+            if document is None:
+                return []
+            content = render_recall(document, self.slot)
+            observation.set("docmem.recall.characters", len(content))
+            return [
+                RecallMessage(
+                    id=DOCUMENT_ID,
+                    item_key=DOCUMENT_ITEM_KEY,
+                    slot=self.slot,
+                    namespace_key=self.scope.namespace_key,
+                    scope_key=self.scope.scope_key,
+                    content=content,
+                    revision=document.revision,
+                )
+            ]
 
     def inspect(self, mutation_id: str) -> MutationRecord | None:
         """The recorded outcome of a mutation, or ``None``: not among the last 32 writes."""
-        document = self.read()
+        with self._observe("inspect") as observation:
+            return self._inspect(mutation_id, observation)
+
+    def _inspect(self, mutation_id: str, observation: Observed) -> MutationRecord | None:
+        document = self._read_now(observation)
         if document is None:
             return None
         digest = journal.id_digest(journal.checked_mutation_id(mutation_id))
@@ -265,24 +287,26 @@ class BoundMemory:
         duplicate is a no-op) but cannot be told from the first by :meth:`inspect`.
         """
         memory = self._memory
-        with _outcome_reported():
-            mutation = Save(
-                text,
-                _mutation_id(mutation_id),
-                slot=self.slot,
-                max_characters=memory.max_characters,
-                secret_filter=memory.secret_filter,
-            )
-        return self._mutate(mutation)
+        with self._observe("save") as observation:
+            with _outcome_reported():
+                mutation = Save(
+                    text,
+                    _mutation_id(mutation_id),
+                    slot=self.slot,
+                    max_characters=memory.max_characters,
+                    secret_filter=memory.secret_filter,
+                )
+            return self._mutate(mutation, observation)
 
     def remove(self, index: int, *, mutation_id: str | None = None) -> RemoveResult:
         """Remove entry ``index``; an index with no entry is a successful no-op.
 
         Without a ``mutation_id`` the removal gets a fresh one (see :meth:`save`).
         """
-        with _outcome_reported():
-            mutation = Remove(index, _mutation_id(mutation_id))
-        return self._mutate(mutation)
+        with self._observe("remove") as observation:
+            with _outcome_reported():
+                mutation = Remove(index, _mutation_id(mutation_id))
+            return self._mutate(mutation, observation)
 
     def erase(self, *, mutation_id: str | None = None) -> EraseResult:
         """Empty the scope's document (right to be forgotten), then purge old versions.
@@ -290,38 +314,50 @@ class BoundMemory:
         The document is rewritten header-only, so the next recall supersedes
         every copy already in a conversation and indexes are never reused.
         """
-        with _outcome_reported():
-            mutation = Erase(_mutation_id(mutation_id))
-        result = self._mutate(mutation)
-        if result.status == "erased":
-            with _outcome_reported(committed=True):  # stored; only the purge failed
-                self._store.purge_history(self._key)
-        return result
+        with self._observe("erase") as observation:
+            with _outcome_reported():
+                mutation = Erase(_mutation_id(mutation_id))
+            result = self._mutate(mutation, observation)
+            if result.status == "erased":
+                with _outcome_reported(committed=True), observation.request("delete"):
+                    self._store.purge_history(self._key)  # stored; only the purge may fail
+            return result
 
     # -- the conflict loop (docs/design.md, section 5) ------------------------
 
-    def _mutate(self, mutation: Mutation[_R]) -> _R:
+    def _mutate(self, mutation: Mutation[_R], observation: Observed) -> _R:
         """Read, decide, write; again after a lost race, until the policy's budget is spent."""
-        pending = _PendingWrite()
+        pending = _PendingWrite(observation)
         attempts = self._memory.retry.attempts(cancel=self._cancel)
-        with _outcome_reported(pending):
-            for attempt in attempts:
-                read = self._read_for(attempt)
-                result = self._carry_out(mutation.decide(read.document), read, attempt, pending)
-                if result is not None:
-                    return result
-            return self._give_up(mutation, attempts, pending)
+        try:
+            with _outcome_reported(pending):
+                for attempt in attempts:
+                    observation.attempt(attempt.number)
+                    read = self._read_for(attempt, observation)
+                    decision = mutation.decide(read.document)
+                    result = self._carry_out(decision, read, attempt, pending, observation)
+                    if result is not None:
+                        return result
+                return self._give_up(mutation, attempts, pending, observation)
+        finally:
+            observation.backed_off(attempts.slept)
 
-    def _read_for(self, attempt: Attempt) -> _Read:
+    def _read_for(self, attempt: Attempt, observation: Observed) -> _Read:
         """The document an attempt decides on; the first may come from the store's cache.
 
         That is one round trip when nobody else wrote; what is decided on a
         cached copy is confirmed (see :meth:`_carry_out`).
         """
-        return self._load(recent=attempt.number == 0 and self._store.recent_reads_may_be_stale)
+        recent = attempt.number == 0 and self._store.recent_reads_may_be_stale
+        return self._load(observation, recent=recent)
 
     def _carry_out(
-        self, decision: Decision[_R], read: _Read, attempt: Attempt, pending: _PendingWrite
+        self,
+        decision: Decision[_R],
+        read: _Read,
+        attempt: Attempt,
+        pending: _PendingWrite,
+        observation: Observed,
     ) -> _R | None:
         """What a decision on ``read`` comes to: a result, an error, or ``None`` to try again.
 
@@ -329,6 +365,8 @@ class BoundMemory:
         read, at once: a stale cache is no sign of contention.
         """
         if isinstance(decision, Done):
+            if pending.revision is not None:
+                observation.settled("committed")  # our record is in it: the lost write landed
             return decision.result
         pending.settle(read.document)  # our record is not in it: what does that prove?
         if read.from_cache and isinstance(decision, (NoOp, Refused)):
@@ -338,15 +376,22 @@ class BoundMemory:
             raise decision.error
         if isinstance(decision, NoOp):
             return decision.result
-        return self._write(decision, read, attempt, pending)
+        return self._write(decision, read, attempt, pending, observation)
 
     def _write(
-        self, write: Write[_R], read: _Read, attempt: Attempt, pending: _PendingWrite
+        self,
+        write: Write[_R],
+        read: _Read,
+        attempt: Attempt,
+        pending: _PendingWrite,
+        observation: Observed,
     ) -> _R | None:
         """The conditional write over ``read``: its result, or ``None`` to try again."""
         try:
-            self._store.write(self._key, write.data, expected=read.version)
+            with observation.request("write"):
+                self._store.write(self._key, write.data, expected=read.version)
         except VersionConflict:
+            observation.lost_race()
             logger.debug("docmem: version conflict on %s, attempt %d", self._key, attempt.number)
             if read.from_cache:
                 attempt.retry_at_once()  # a stale cache is no sign of contention
@@ -357,12 +402,22 @@ class BoundMemory:
                 self._key,
                 write.document.revision,
             )
+            observation.unknown()
             pending.wrote(write.document.revision)
             return None
         self._memory._parsed.put(write.data, write.document)
+        observation.settled("not_committed")  # a lost write of ours would have made this conflict
+        written = write.document
+        observation.document(len(write.data), len(written.entries), written.revision, written=True)
         return write.result
 
-    def _give_up(self, mutation: Mutation[_R], attempts: Attempts, pending: _PendingWrite) -> _R:
+    def _give_up(
+        self,
+        mutation: Mutation[_R],
+        attempts: Attempts,
+        pending: _PendingWrite,
+        observation: Observed,
+    ) -> _R:
         """No attempt left (budget spent or turn cancelled): settle a pending write, then raise.
 
         The budget, or a cancel, stops new writes, not the read that settles the last.
@@ -372,9 +427,10 @@ class BoundMemory:
         else:
             logger.warning("docmem: retry budget exhausted on %s", self._key)
         if pending.revision is not None:
-            document = self._load().document
+            document = self._load(observation).document
             mine = mutation.own_record(document)
             if mine is not None:
+                observation.settled("committed")
                 return mutation.replay(mine)
             pending.settle(document)
         raise _unmade(cancelled=attempts.cancelled, pending=pending.revision is not None)
@@ -436,8 +492,9 @@ class _PendingWrite:
     says ``unknown``, never ``not_committed``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, observation: Observed = telemetry.NULL) -> None:
         self.revision: int | None = None
+        self._observation = observation
 
     def wrote(self, revision: int) -> None:
         """A write that would have made ``revision`` has an unknown outcome."""
@@ -457,10 +514,12 @@ class _PendingWrite:
             return
         assert document is not None
         if not any(record.rev == pending for record in document.journal):
+            self._observation.settled("ambiguous")
             raise MutationAmbiguous(
                 f"cannot tell whether the write of revision {pending} landed; "
                 "check the memory before retrying"
             )
+        self._observation.settled("not_committed")
         self.revision = None
 
 

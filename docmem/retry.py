@@ -74,13 +74,15 @@ class Attempts:
     later one after the previous one's back-off, and none once the attempts
     or the seconds are spent or ``cancel`` is set (checked before every
     attempt, the first included; a set event also cuts a back-off short).
-    Afterwards :attr:`cancelled` says whether the cancel is why it stopped.
+    Afterwards :attr:`cancelled` says whether the cancel is why it stopped,
+    and :attr:`slept` how many seconds it backed off in all.
     """
 
     def __init__(self, policy: RetryPolicy, cancel: threading.Event | None) -> None:
         self._policy = policy
         self._cancel = cancel
         self.cancelled = False
+        self.slept = 0.0
 
     def __iter__(self) -> Iterator[Attempt]:
         deadline = time.monotonic() + self._policy.max_seconds
@@ -98,10 +100,12 @@ class Attempts:
             yield previous
 
     def _sleep(self, seconds: float) -> None:
+        started = time.monotonic()
         if self._cancel is None:
             time.sleep(seconds)
         else:
             self._cancel.wait(seconds)
+        self.slept += time.monotonic() - started
 
 
 def _seconds(name: str, value: object, *, positive: bool) -> None:

@@ -83,6 +83,7 @@ DOCMEM = Path(docmem.__file__).resolve().parent
 #: Each core module's layer; a module imports only from its own layer or those below.
 LAYERS = {
     "errors": 0,  # the one exception tree, under every layer
+    "telemetry": 0,  # content-free spans and metrics, for every layer (a no-op without the API)
     "backend": 1,
     "registry": 1,
     "options": 1,
@@ -103,6 +104,8 @@ LAYERS = {
     "formats": 3,
     "testing": 4,  # the conformance suite, for plug-in authors' tests
     "integrations": 5,  # the framework adapters, on top of everything
+    "cli": 5,  # the docmem command, on top of everything
+    "__main__": 5,  # python -m docmem
 }
 #: Imports against the layers, each with its reason.
 UPWARD = {

@@ -42,7 +42,6 @@ from docmem import (
     InvalidArgument,
     MemoryRuntime,
     MemorySlot,
-    Placement,
     ProjectedRecall,
     ScopeContext,
     ToolResult,
@@ -51,6 +50,7 @@ from docmem import (
     message_text,
     place_recalls,
 )
+from docmem.injection import Placement
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest

@@ -42,7 +42,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     ) from error
 
 import docmem
-from docmem import MemoryRuntime, MemorySlot, ProjectedRecall, ScopeContext, ToolSpec
+from docmem import MemoryRuntime, MemorySlot, ProjectedRecall, ScopeContext, ToolSpec, injection
 
 __all__ = ["DocmemMemory", "Placement", "Position"]
 
@@ -51,7 +51,7 @@ ContextT = TypeVar("ContextT")
 #: Where the documents go: user messages in ``input``, or the end of ``instructions``.
 Placement = Literal["input", "instructions"]
 #: Where in ``input`` the copies go (as :func:`docmem.place_recalls` places them).
-Position = docmem.Placement
+Position = injection.Placement
 
 _MESSAGE_TYPES = (None, "message")
 

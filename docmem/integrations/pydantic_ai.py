@@ -55,6 +55,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 
 import docmem
 from docmem import MemoryRuntime, MemorySlot, ProjectedRecall, ScopeContext
+from docmem.injection import Placement
 
 __all__ = ["METADATA_KEY", "DocmemCapability", "Position"]
 
@@ -63,7 +64,7 @@ DepsT = TypeVar("DepsT")
 #: Where the copies go: after the leading system prompt parts of the first
 #: request (the prefix stays cache-stable while memory is unchanged), or just
 #: before the newest user prompt (the conversation before it stays stable).
-Position = docmem.Placement
+Position = Placement
 
 #: The ``TextContent.metadata`` key on every copy this capability adds.
 METADATA_KEY = "docmem"

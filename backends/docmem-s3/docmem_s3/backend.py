@@ -33,6 +33,7 @@ import msgspec
 from botocore.config import Config
 from botocore.exceptions import NoRegionError
 
+from docmem import telemetry
 from docmem.backend import Backend, ContendedKeys, LruCache, PerProcess, Stored, check_key
 from docmem.errors import (
     DocmemError,
@@ -269,6 +270,7 @@ class S3Backend(Backend):
             if cached is None:
                 raise StoreUnavailable("the s3 read was answered 304 without a condition") from None
             self._contended.discard(key)
+            telemetry.note_cache(True, "s3")
             return cached
         except Missing:
             self._cache.drop(key)
@@ -279,6 +281,8 @@ class S3Backend(Backend):
             self._cache.drop(key)
             raise
         stored = Stored(data=bytes(data), version=version)
+        if cached is not None:
+            telemetry.note_cache(False, "s3")  # asked with a condition, sent a new body
         self._cache.put(key, stored)
         return stored
 

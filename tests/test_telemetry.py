@@ -1,0 +1,347 @@
+"""Spans and metrics through the OpenTelemetry SDK's in-memory exporter and reader."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from wrappers import ScriptedBackend
+
+import docmem
+from docmem import telemetry
+from docmem.testing.redaction import CANARY, SCOPE_CANARY
+
+
+@dataclass
+class Collected:
+    """What the SDK received: finished spans and the metric points so far."""
+
+    exporter: InMemorySpanExporter
+    reader: InMemoryMetricReader
+    tracer: Any
+
+    def spans(self, name: str | None = None) -> list[ReadableSpan]:
+        return [s for s in self.exporter.get_finished_spans() if name is None or s.name == name]
+
+    def span(self, name: str) -> ReadableSpan:
+        [found] = self.spans(name)
+        return found
+
+    def points(self, metric: str) -> list[tuple[dict[str, Any], Any]]:
+        """``(attributes, value)`` of every point of ``metric`` (sum, or histogram count)."""
+        data = self.reader.get_metrics_data()
+        found: list[tuple[dict[str, Any], Any]] = []
+        for resource in data.resource_metrics if data else ():
+            for scope in resource.scope_metrics:
+                for each in scope.metrics:
+                    if each.name != metric:
+                        continue
+                    for point in each.data.data_points:
+                        value = getattr(point, "value", None)
+                        found.append((dict(point.attributes), value or point.count))
+        return found
+
+    def total(self, metric: str, **attributes: Any) -> Any:
+        return sum(
+            value
+            for labels, value in self.points(metric)
+            if all(labels.get(name) == wanted for name, wanted in attributes.items())
+        )
+
+
+@pytest.fixture
+def otel() -> Iterator[Collected]:
+    exporter = InMemorySpanExporter()
+    tracing = TracerProvider()
+    tracing.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    telemetry.configure(tracer_provider=tracing, meter_provider=MeterProvider([reader]))
+    yield Collected(exporter, reader, tracing.get_tracer("host"))
+    telemetry.configure()
+
+
+def scope(value: str = "u_1") -> docmem.LockedScope:
+    return docmem.lock_scope(namespace="tests:otel", scope=("user", value))
+
+
+def attrs(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+# -- spans -------------------------------------------------------------------------------
+
+
+def test_a_save_is_a_span_with_a_child_per_store_request(otel: Collected, tmp_path: Path) -> None:
+    store = docmem.open_store(f"file://{tmp_path}?create=true")
+    mem = docmem.FileMemory(store).bind(scope(), slot="user")
+    mem.save("Likes tea.", mutation_id="m1")
+    save = otel.span("docmem.save")
+    assert attrs(save) == {
+        "docmem.operation": "save",
+        "docmem.slot": "user",
+        "docmem.store.scheme": "file",
+        "docmem.outcome": "committed",
+        "docmem.attempts": 1,
+        "docmem.lost_races": 0,
+        "docmem.backoff.seconds": 0.0,
+        "docmem.revision.written": 1,
+        "docmem.document.bytes": len(store.read(mem.scope.storage_key).data),  # type: ignore[union-attr]
+        "docmem.entries": 1,
+    }
+    children = [s for s in otel.spans() if s.parent and s.parent.span_id == save.context.span_id]
+    assert [s.name for s in children] == ["docmem.store.read", "docmem.store.write"]
+    assert attrs(children[1]) == {"docmem.store.scheme": "file", "docmem.request": "write"}
+    assert otel.total("docmem.operations", **{"docmem.operation": "save"}) == 1
+    assert otel.total("docmem.operation.duration", **{"docmem.outcome": "committed"}) == 1
+    store.close()
+
+
+def test_every_operation_has_its_span(otel: Collected) -> None:
+    mem = docmem.FileMemory(docmem.open_store("memory://")).bind(scope(), slot="user")
+    mem.save("One.", mutation_id="m1")
+    mem.remove(0, mutation_id="m2")
+    mem.recall()
+    mem.inspect("m1")
+    mem.erase(mutation_id="m3")
+    names = [s.name for s in otel.spans() if not s.name.startswith("docmem.store.")]
+    assert names == [
+        "docmem.save",
+        "docmem.remove",
+        "docmem.recall",
+        "docmem.inspect",
+        "docmem.erase",
+    ]
+    recall = otel.span("docmem.recall")
+    assert attrs(recall)["docmem.outcome"] == "ok"
+    assert attrs(recall)["docmem.revision.read"] == 2
+    assert attrs(recall)["docmem.recall.characters"] == len(mem.recall()[0].content)
+    erase = otel.span("docmem.erase")
+    kids = [s.name for s in otel.spans() if s.parent and s.parent.span_id == erase.context.span_id]
+    assert kids == ["docmem.store.read", "docmem.store.write", "docmem.store.delete"]
+
+
+def test_a_conflict_that_retried(otel: Collected) -> None:
+    store = ScriptedBackend()
+    store.script = ["conflict", "ok"]
+    mem = docmem.FileMemory(store).bind(scope(), slot="user")
+    mem.save("Likes tea.", mutation_id="m1")
+    save = attrs(otel.span("docmem.save"))
+    assert (save["docmem.attempts"], save["docmem.lost_races"]) == (2, 1)
+    assert save["docmem.backoff.seconds"] >= 0
+    assert otel.total("docmem.lost_races") == 1
+    assert otel.total("docmem.retries") == 1
+
+
+def test_a_store_busy(otel: Collected) -> None:
+    store = ScriptedBackend()
+    store.script = ["conflict", "conflict"]
+    memory = docmem.FileMemory(store, retry=docmem.RetryPolicy(max_attempts=2, base=0.0))
+    with pytest.raises(docmem.StoreBusy):
+        memory.bind(scope(), slot="user").save("Likes tea.", mutation_id="m1")
+    save = otel.span("docmem.save")
+    assert attrs(save)["docmem.outcome"] == "not_committed"
+    assert attrs(save)["error.type"] == "store_busy"
+    assert save.status.status_code.name == "ERROR"
+    assert otel.total("docmem.store_busy") == 1
+    assert otel.total("docmem.operations", **{"error.type": "store_busy"}) == 1
+
+
+def test_an_unknown_outcome_settled_as_committed(otel: Collected) -> None:
+    store = ScriptedBackend()
+    store.script = ["lost"]  # the write lands, its answer is lost, the next read settles it
+    docmem.FileMemory(store).bind(scope(), slot="user").save("Likes tea.", mutation_id="m1")
+    save = otel.span("docmem.save")
+    assert attrs(save)["docmem.settled"] == "committed"
+    assert attrs(save)["docmem.outcome"] == "committed"
+    assert [event.name for event in save.events] == ["docmem.write_outcome_unknown"]
+    assert otel.total("docmem.unknown_outcomes", **{"docmem.settled": "committed"}) == 1
+
+
+def test_an_unknown_outcome_settled_as_not_committed(otel: Collected) -> None:
+    store = ScriptedBackend()
+    store.script = ["unsent", "ok"]  # the write never happened, its answer is lost
+    docmem.FileMemory(store).bind(scope(), slot="user").save("Likes tea.", mutation_id="m1")
+    assert otel.total("docmem.unknown_outcomes", **{"docmem.settled": "not_committed"}) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [("x" * 600, "limit_exceeded"), ("AKIAIOSFODNN7EXAMPLE", "secret_detected")],
+)
+def test_refusals(otel: Collected, text: str, code: str) -> None:
+    mem = docmem.FileMemory(docmem.open_store("memory://"), max_characters=300)
+    with pytest.raises(docmem.DocmemError):
+        mem.bind(scope(), slot="user").save(text, mutation_id="m1")
+    save = attrs(otel.span("docmem.save"))
+    assert (save["docmem.outcome"], save["error.type"]) == ("not_committed", code)
+    assert otel.total("docmem.operations", **{"error.type": code}) == 1
+
+
+def test_the_storage_key_only_when_asked(otel: Collected) -> None:
+    mem = docmem.FileMemory(docmem.open_store("memory://")).bind(scope(), slot="user")
+    mem.recall()
+    assert "docmem.storage_key" not in attrs(otel.span("docmem.recall"))
+    telemetry.configure(
+        tracer_provider=otel_provider(otel), meter_provider=MeterProvider(), storage_keys=True
+    )
+    mem.recall()
+    keyed = [s for s in otel.spans("docmem.recall") if "docmem.storage_key" in attrs(s)]
+    assert [attrs(s)["docmem.storage_key"] for s in keyed] == [mem.scope.storage_key]
+
+
+def otel_provider(otel: Collected) -> TracerProvider:
+    tracing = TracerProvider()
+    tracing.add_span_processor(SimpleSpanProcessor(otel.exporter))
+    return tracing
+
+
+# -- context propagation ---------------------------------------------------------------------
+
+
+def test_the_hosts_current_span_is_the_parent(otel: Collected) -> None:
+    mem = docmem.FileMemory(docmem.open_store("memory://")).bind(scope(), slot="user")
+    with otel.tracer.start_as_current_span("turn") as turn:
+        mem.save("One.", mutation_id="m1")
+
+        async def later() -> None:
+            await mem.arecall()
+
+        asyncio.run(later())
+    trace_id = turn.get_span_context().trace_id
+    for name in ("docmem.save", "docmem.recall"):
+        span = otel.span(name)
+        assert span.context.trace_id == trace_id
+        assert span.parent is not None
+        assert span.parent.span_id == turn.get_span_context().span_id
+
+
+def test_concurrent_slot_reads_stay_in_the_turns_trace(otel: Collected) -> None:
+    store = docmem.open_store("memory://")
+    memory = docmem.FileMemory(store)
+    slots = [
+        docmem.MemorySlot(name, memory, scope=docmem.by_principal, namespace=f"tests:otel:{name}")
+        for name in ("a", "b", "c")
+    ]
+    context = docmem.ScopeContext(principal=docmem.Principal("user", "t", "u"))
+    runtime = docmem.MemoryRuntime(slots)
+    with otel.tracer.start_as_current_span("model call") as host:
+        runtime.recall(context)
+    recalls = otel.spans("docmem.recall")
+    assert sorted(attrs(s)["docmem.slot"] for s in recalls) == ["a", "b", "c"]
+    assert {s.context.trace_id for s in recalls} == {host.get_span_context().trace_id}
+
+
+def test_an_adapters_tool_call_shows_under_the_frameworks_run(otel: Collected) -> None:
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage
+
+    from docmem.integrations.langchain import DocmemMiddleware
+    from docmem.testing.langchain_model import RecordingFakeChatModel
+
+    store = docmem.open_store("memory://")
+    slot = docmem.MemorySlot(
+        "user", docmem.FileMemory(store), scope=docmem.by_principal, namespace="tests:otel"
+    )
+    middleware = DocmemMiddleware([slot], scope_context=lambda ctx: ctx)
+    model = RecordingFakeChatModel(
+        messages=iter(
+            [
+                AIMessage(
+                    "",
+                    tool_calls=[
+                        {"name": "user__save_memory", "args": {"text": "Tea."}, "id": "call_1"}
+                    ],
+                ),
+                AIMessage("Noted."),
+            ]
+        )
+    )
+    agent = create_agent(model, [], middleware=[middleware], context_schema=docmem.ScopeContext)
+    context = docmem.ScopeContext(principal=docmem.Principal("user", "t", "u"))
+    with otel.tracer.start_as_current_span("agent turn") as host:
+        agent.invoke({"messages": [{"role": "user", "content": "Remember tea."}]}, context=context)
+    docmem_spans = [s for s in otel.spans() if s.name.startswith("docmem.")]
+    assert {s.name for s in docmem_spans} >= {"docmem.recall", "docmem.save"}
+    assert {s.context.trace_id for s in docmem_spans} == {host.get_span_context().trace_id}
+
+
+# -- nothing of memory in telemetry -------------------------------------------------------------
+
+
+def _everything(otel: Collected) -> str:
+    spans = [
+        {
+            "name": span.name,
+            "attributes": attrs(span),
+            "events": [(event.name, dict(event.attributes or {})) for event in span.events],
+            "status": span.status.description,
+        }
+        for span in otel.spans()
+    ]
+    data = otel.reader.get_metrics_data()
+    return json.dumps(spans, default=str) + (data.to_json() if data else "")
+
+
+@pytest.mark.parametrize("url", ["memory://", "file"])
+def test_no_memory_text_or_scope_value_in_any_span_or_metric(
+    otel: Collected, url: str, tmp_path: Path
+) -> None:
+    store = docmem.open_store(f"file://{tmp_path}?create=true" if url == "file" else url)
+    memory = docmem.FileMemory(store, max_characters=400)
+    mem = memory.bind(scope(SCOPE_CANARY), slot="user")
+    mem.save(CANARY, mutation_id=f"id-{CANARY}")
+    mem.recall()
+    mem.inspect(f"id-{CANARY}")
+    for refused in (CANARY * 40, f"{CANARY} AKIAIOSFODNN7EXAMPLE"):
+        with pytest.raises(docmem.DocmemError):
+            mem.save(refused)
+    mem.remove(0)
+    mem.erase()
+    text = _everything(otel)
+    assert "docmem.save" in text
+    assert CANARY not in text
+    assert SCOPE_CANARY not in text
+    store.close()
+
+
+# -- without the API -----------------------------------------------------------------------------
+
+
+def test_without_opentelemetry_no_telemetry_path_is_taken() -> None:
+    code = """
+import sys
+sys.modules["opentelemetry"] = None  # as if the extra were not installed
+import docmem
+from docmem import telemetry
+store = docmem.open_store("memory://")
+mem = docmem.FileMemory(store).bind(docmem.lock_scope(namespace="n", scope="s"), slot="user")
+mem.save("Tea.")
+mem.recall()
+assert not telemetry.active()
+assert telemetry.operation("save", slot="user", scheme="memory", key="k") is telemetry.NULL
+print([m for m, module in sys.modules.items() if m.startswith("opentelemetry") and module])
+"""
+    done = subprocess.run(
+        [sys.executable, "-B", "-c", code], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_importing_docmem_imports_no_opentelemetry() -> None:
+    code = "import sys, docmem; print([m for m in sys.modules if m.startswith('opentelemetry')])"
+    done = subprocess.run(
+        [sys.executable, "-B", "-c", code], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]"

@@ -1,11 +1,12 @@
 """Content-free OpenTelemetry spans and metrics for every provider operation and store request.
 
-With the OpenTelemetry API installed (``pip install "docmem[otel]"``) each
-recall, save, remove, erase and inspect is a span (``docmem.<op>``) with a
-child span per store request (``docmem.store.read``, ``.write``, ``.delete``),
-and feeds the metrics below; with no SDK configured the API makes all of it a
-no-op. Without the API nothing here is imported or run: :func:`operation`
-hands back :data:`NULL`, whose methods do nothing.
+With the OpenTelemetry API installed (``pip install "docmem[otel]"``) and an
+SDK configured, each recall, save, remove, erase, inspect and read is a span
+(``docmem.<op>``) with a child span per store request (``docmem.store.read``,
+``.write``, ``.delete``), and feeds the metrics below. Without the API
+nothing here is imported or run, and while the API has no SDK behind it (its
+global providers are still its no-op proxies) nothing is recorded either:
+:func:`operation` then hands back :data:`NULL`, whose methods do nothing.
 
 What is recorded is never content: slot names, the store's URL scheme,
 revisions, attempts, lost races, seconds backed off, the outcome, error
@@ -19,14 +20,12 @@ Metrics (meter ``docmem``): ``docmem.operations`` (by ``docmem.operation``,
 ``docmem.unknown_outcomes`` (by ``docmem.settled``: ``committed``,
 ``not_committed``, ``ambiguous``, ``unsettled``), ``docmem.operation.duration``
 (seconds), ``docmem.document.size`` (bytes) and ``docmem.store.cache``
-(by ``docmem.cache.hit``: a recall served by a store's cache, a 304 on S3).
+(by ``docmem.cache.hit``: a read a store's cache answered, a 304 on S3).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
@@ -40,23 +39,28 @@ OUTCOME = "docmem.outcome"
 SLOT = "docmem.slot"
 SCHEME = "docmem.store.scheme"
 ERROR = "error.type"
+_MUTATIONS = frozenset({"save", "remove", "erase"})
 
 
 class _Instruments:
     """The tracer and the metric instruments, made once the API is found."""
 
-    def __init__(self, trace: Any, metrics: Any, tracer_provider: Any, meter_provider: Any) -> None:
+    def __init__(self, tracer_provider: Any, meter_provider: Any) -> None:
         from importlib.metadata import PackageNotFoundError, version
 
-        from opentelemetry import context
+        from opentelemetry import context, metrics, trace
 
         try:
             release: str | None = version("docmem")
         except PackageNotFoundError:  # a source tree that was never installed
             release = None
-
         self.trace = trace
         self.context = context
+        self.metrics = metrics
+        #: Only the global providers can be the API's no-op proxies; given ones never are.
+        self.follows_globals = tracer_provider is None and meter_provider is None
+        self._recording = False
+        self._known_until = 0.0
         tracers = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
         meters = meter_provider if meter_provider is not None else metrics.get_meter_provider()
         self.tracer = tracers.get_tracer("docmem", release)
@@ -86,23 +90,52 @@ class _Instruments:
             "docmem.store.cache", description="store reads answered from a cache (hit) or not"
         )
 
+    def recording(self) -> bool:
+        """Whether anything would be recorded: false while the globals are the no-op proxies.
+
+        Looked up at most once a second (the API's lookups read the
+        environment each time), so an SDK an application sets up after
+        docmem's first operation is used within a second.
+        """
+        if not self.follows_globals:
+            return True
+        now = time.monotonic()
+        if now < self._known_until:
+            return self._recording
+        self._recording = self._globals_record()
+        self._known_until = now + 1.0
+        return self._recording
+
+    def _globals_record(self) -> bool:
+        trace, metrics = self.trace, self.metrics
+        tracing = trace.get_tracer_provider()
+        if not isinstance(tracing, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+            return True
+        meters = metrics.get_meter_provider()
+        # The API's stand-in until a provider is set has no public name; pinned by a test.
+        return not (
+            isinstance(meters, metrics.NoOpMeterProvider)
+            or type(meters).__name__ == "_ProxyMeterProvider"
+        )
+
 
 _instruments: _Instruments | None = None
 _looked = False
 _storage_keys = False
+_enabled = True
 _providers: tuple[Any, Any] = (None, None)
 
 
 def _found() -> _Instruments | None:
-    """The instruments, or ``None`` without the API (looked for once, at first use)."""
+    """The instruments, or ``None`` without the API or when turned off (looked for once)."""
     global _instruments, _looked
     if not _looked:
-        try:
-            from opentelemetry import metrics, trace
-        except ImportError:
-            _instruments = None
-        else:
-            _instruments = _Instruments(trace, metrics, *_providers)
+        _instruments = None
+        if _enabled:
+            try:
+                _instruments = _Instruments(*_providers)
+            except ImportError:
+                _instruments = None
         _looked = True
     return _instruments
 
@@ -112,27 +145,44 @@ def configure(
     tracer_provider: Any = None,
     meter_provider: Any = None,
     storage_keys: bool = False,
+    enabled: bool = True,
 ) -> None:
     """Use these providers instead of the global ones, and say whether keys are recorded.
 
     ``storage_keys=True`` adds ``docmem.storage_key`` (an opaque digest of
     namespace and scope, never their values) to every span, for an operator
-    who wants to follow one scope. Call with no arguments to go back to the
-    global providers without keys.
+    who wants to follow one scope. ``enabled=False`` turns docmem's telemetry
+    off even with an SDK configured (every operation gets :data:`NULL`).
+    Call with no arguments to go back to the global providers without keys.
     """
-    global _looked, _storage_keys, _providers
+    global _looked, _storage_keys, _providers, _enabled
     _providers = (tracer_provider, meter_provider)
     _storage_keys = bool(storage_keys)
+    _enabled = bool(enabled)
     _looked = False
 
 
 def active() -> bool:
-    """Whether the OpenTelemetry API was found (spans may still be no-ops without an SDK)."""
-    return _found() is not None
+    """Whether operations are recorded now: the API found, on, and an SDK (or providers) set."""
+    tools = _found()
+    return tools is not None and tools.recording()
+
+
+class _NullRequest:
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+_NULL_REQUEST = _NullRequest()
 
 
 class _Null:
-    """An observation that records nothing: what every call gets without the API."""
+    """An observation that records nothing: what every call gets when nothing would record."""
 
     __slots__ = ()
 
@@ -163,14 +213,46 @@ class _Null:
     def settled(self, how: str) -> None:
         """Nothing."""
 
-    @contextmanager
-    def request(self, kind: str) -> Iterator[None]:
+    def request(self, kind: str) -> _NullRequest:
         """Nothing."""
-        yield
+        return _NULL_REQUEST
 
 
-#: The observation every operation gets when the API is absent.
+#: The observation every operation gets when nothing would be recorded.
 NULL = _Null()
+
+
+class _Request:
+    """One store request as a child span of its operation, current while it runs."""
+
+    __slots__ = ("_kind", "_observation", "_span", "_token")
+
+    def __init__(self, observation: Observation, kind: str) -> None:
+        self._observation = observation
+        self._kind = kind
+
+    def __enter__(self) -> None:
+        observation = self._observation
+        tools = observation._tools
+        self._span = tools.tracer.start_span(
+            f"docmem.store.{self._kind}",
+            context=observation._context,
+            kind=tools.trace.SpanKind.CLIENT,
+            attributes={SCHEME: observation._scheme, "docmem.request": self._kind},
+        )
+        self._token = tools.context.attach(tools.trace.set_span_in_context(self._span))
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._observation._tools.context.detach(self._token)
+        if error is not None:  # the code or the type: an exception's text is not ours to ship
+            code = error.code if isinstance(error, DocmemError) else type(error).__name__
+            self._span.set_attribute(ERROR, code)
+        self._span.end()
 
 
 class Observation:
@@ -178,25 +260,25 @@ class Observation:
 
     def __init__(self, tools: _Instruments, op: str, slot: str, scheme: str, key: str) -> None:
         self._tools = tools
+        self._scheme = scheme
         self._common = {OPERATION: op, SLOT: slot, SCHEME: scheme}
-        attributes: dict[str, Any] = dict(self._common)
+        self._attributes: dict[str, Any] = dict(self._common)
         if _storage_keys:
-            attributes["docmem.storage_key"] = key
-        self._span = tools.tracer.start_span(f"docmem.{op}", attributes=attributes)
-        self._recording = self._span.is_recording()
-        self._mutation = op in ("save", "remove", "erase")
+            self._attributes["docmem.storage_key"] = key
+        self._mutation = op in _MUTATIONS
+        self._span: Any = None
+        self._context: Any = None
         self._attempts = 0
         self._lost = 0
-        self._backoff = 0.0
         self._pending_unknown = False
         self._wrote = False
         self._started = 0.0
-        self._token: Any = None
 
     def __enter__(self) -> Observation:
-        self._started = time.perf_counter()
         tools = self._tools
-        self._token = tools.context.attach(tools.trace.set_span_in_context(self._span))
+        self._span = tools.tracer.start_span(f"docmem.{self._common[OPERATION]}")
+        self._context = tools.trace.set_span_in_context(self._span)
+        self._started = time.perf_counter()
         return self
 
     def __exit__(
@@ -206,33 +288,32 @@ class Observation:
         traceback: TracebackType | None,
     ) -> None:
         tools = self._tools
-        tools.context.detach(self._token)
+        common = self._common
         outcome = self._outcome(error)
-        labels = dict(self._common, **{OUTCOME: outcome})
-        if isinstance(error, DocmemError):
-            labels[ERROR] = error.code
-        elif error is not None:
-            labels[ERROR] = type(error).__name__
+        labels = {**common, OUTCOME: outcome}
+        if error is not None:
+            labels[ERROR] = error.code if isinstance(error, DocmemError) else type(error).__name__
         if self._pending_unknown:
             self.settled("unsettled")
-        if isinstance(error, StoreBusy):
-            tools.store_busy.add(1, self._common)
         tools.operations.add(1, labels)
-        if self._lost:
-            tools.lost_races.add(self._lost, self._common)
-        if self._attempts > 1:
-            tools.retries.add(self._attempts - 1, self._common)
         tools.duration.record(time.perf_counter() - self._started, labels)
+        if isinstance(error, StoreBusy):
+            tools.store_busy.add(1, common)
+        if self._lost:
+            tools.lost_races.add(self._lost, common)
+        if self._attempts > 1:
+            tools.retries.add(self._attempts - 1, common)
+        attributes = self._attributes
+        attributes[OUTCOME] = outcome
+        if self._mutation:
+            attributes["docmem.attempts"] = self._attempts
+            attributes["docmem.lost_races"] = self._lost
+            attributes.setdefault("docmem.backoff.seconds", 0.0)
         span = self._span
-        if self._recording:
-            span.set_attribute(OUTCOME, outcome)
-            if self._mutation:
-                span.set_attribute("docmem.attempts", self._attempts)
-                span.set_attribute("docmem.lost_races", self._lost)
-                span.set_attribute("docmem.backoff.seconds", self._backoff)
-            if ERROR in labels:
-                span.set_attribute(ERROR, labels[ERROR])
-                span.set_status(tools.trace.Status(tools.trace.StatusCode.ERROR, labels[ERROR]))
+        if ERROR in labels:
+            attributes[ERROR] = labels[ERROR]
+            span.set_status(tools.trace.Status(tools.trace.StatusCode.ERROR, labels[ERROR]))
+        span.set_attributes(attributes)
         span.end()
 
     def _outcome(self, error: BaseException | None) -> str:
@@ -246,8 +327,7 @@ class Observation:
 
     def set(self, name: str, value: Any) -> None:
         """A content-free attribute of the operation's span (a count, a size, a revision)."""
-        if self._recording:
-            self._span.set_attribute(name, value)
+        self._attributes[name] = value
 
     def attempt(self, number: int) -> None:
         """Attempt ``number`` (0 is the first) of a mutation begins."""
@@ -259,61 +339,41 @@ class Observation:
 
     def backed_off(self, seconds: float) -> None:
         """The mutation slept this long in all between its attempts."""
-        self._backoff = seconds
+        self._attributes["docmem.backoff.seconds"] = seconds
 
     def document(self, size: int, entries: int, revision: int, *, written: bool) -> None:
         """The document read (or written): bytes, entries and revision."""
         self._tools.size.record(size, self._common)
         if written:
             self._wrote = True
-        if self._recording:
-            which = "written" if written else "read"
-            self._span.set_attribute(f"docmem.revision.{which}", revision)
-            self._span.set_attribute("docmem.document.bytes", size)
-            self._span.set_attribute("docmem.entries", entries)
+        attributes = self._attributes
+        attributes["docmem.revision.written" if written else "docmem.revision.read"] = revision
+        attributes["docmem.document.bytes"] = size
+        attributes["docmem.entries"] = entries
 
     def unknown(self) -> None:
         """A write's answer was lost: its outcome is unknown until a read settles it."""
         self._pending_unknown = True
         self._wrote = True
-        if self._recording:
-            self._span.add_event("docmem.write_outcome_unknown")
+        self._span.add_event("docmem.write_outcome_unknown")
 
     def settled(self, how: str) -> None:
         """How a lost answer was settled: ``committed``, ``not_committed``, ``ambiguous``."""
         if not self._pending_unknown:
             return
         self._pending_unknown = False
-        self._tools.unknown.add(1, dict(self._common, **{"docmem.settled": how}))
-        if self._recording:
-            self._span.set_attribute("docmem.settled", how)
+        self._tools.unknown.add(1, {**self._common, "docmem.settled": how})
+        self._attributes["docmem.settled"] = how
 
-    @contextmanager
-    def request(self, kind: str) -> Iterator[None]:
+    def request(self, kind: str) -> _Request:
         """One store request (``read``, ``write``, ``delete``) as a child span."""
-        tools = self._tools
-        with tools.tracer.start_as_current_span(
-            f"docmem.store.{kind}",
-            kind=tools.trace.SpanKind.CLIENT,
-            attributes={SCHEME: self._common[SCHEME], "docmem.request": kind},
-            record_exception=False,  # an exception's text is the store's, not ours to ship
-        ) as span:
-            try:
-                yield
-            except DocmemError as error:
-                if span.is_recording():
-                    span.set_attribute(ERROR, error.code)
-                raise
-            except Exception as error:
-                if span.is_recording():
-                    span.set_attribute(ERROR, type(error).__name__)
-                raise
+        return _Request(self, kind)
 
 
 def operation(op: str, *, slot: str, scheme: str, key: str) -> Observation | _Null:
     """The observation of one provider operation: use it as a context manager."""
     tools = _found()
-    if tools is None:
+    if tools is None or not tools.recording():
         return NULL
     return Observation(tools, op, slot, scheme, key)
 
@@ -321,7 +381,7 @@ def operation(op: str, *, slot: str, scheme: str, key: str) -> Observation | _Nu
 def note_cache(hit: bool, scheme: str) -> None:
     """A store's read was answered from its cache (``hit``) or not: for the hit ratio."""
     tools = _found()
-    if tools is None:
+    if tools is None or not tools.recording():
         return
     tools.cache.add(1, {SCHEME: scheme, "docmem.cache.hit": hit})
     span = tools.trace.get_current_span()

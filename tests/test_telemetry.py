@@ -345,3 +345,66 @@ def test_importing_docmem_imports_no_opentelemetry() -> None:
         [sys.executable, "-B", "-c", code], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_telemetry_can_be_turned_off_with_the_api_installed(otel: Collected) -> None:
+    telemetry.configure(enabled=False)
+    assert not telemetry.active()
+    assert telemetry.operation("save", slot="u", scheme="memory", key="k") is telemetry.NULL
+    docmem.FileMemory(docmem.open_store("memory://")).bind(scope(), slot="user").recall()
+    assert otel.spans() == []
+
+
+GLOBAL_SDK = """
+import time
+import docmem
+from docmem import telemetry
+from opentelemetry import {module}
+mem = docmem.FileMemory(docmem.open_store("memory://")).bind(
+    docmem.lock_scope(namespace="n", scope="s"), slot="user"
+)
+mem.recall()
+assert not telemetry.active(), "the API alone records nothing"
+assert telemetry.operation("recall", slot="u", scheme="memory", key="k") is telemetry.NULL
+{setup}
+time.sleep(1.1)  # the globals are looked at again at most once a second
+assert telemetry.active()
+mem.recall()
+{check}
+print("ok")
+"""
+
+TRACING = """
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+"""
+
+METERING = """
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+reader = InMemoryMetricReader()
+metrics.set_meter_provider(MeterProvider([reader]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("module", "setup", "check"),
+    [
+        (
+            "trace",
+            TRACING,
+            'assert "docmem.recall" in [s.name for s in exporter.get_finished_spans()]',
+        ),
+        ("metrics", METERING, 'assert "docmem.operations" in reader.get_metrics_data().to_json()'),
+    ],
+    ids=["tracer provider", "meter provider"],
+)
+def test_an_sdk_set_globally_later_is_picked_up(module: str, setup: str, check: str) -> None:
+    code = GLOBAL_SDK.format(module=module, setup=setup, check=check)
+    done = subprocess.run([sys.executable, "-B", "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "ok", done.stderr

@@ -103,3 +103,19 @@ def test_every_server_benchmark_offers_json(script: str) -> None:
     if script == "fsspec_store.py":
         pytest.importorskip("docmem_fsspec")
     assert "--json" in run(script, "--help")
+
+
+def test_telemetry_benchmark_quick_run_reports_both_modes() -> None:
+    report = json.loads(run("telemetry.py", "--quick", "--json"))
+    assert report["benchmark"] == "telemetry"
+    names = [result["name"] for result in report["results"]]
+    assert names == [
+        "save, file://, API only",
+        "save, file://, SDK, in-memory",
+        "recall, file://, API only",
+        "recall, file://, SDK, in-memory",
+    ]
+    for result in report["results"]:
+        assert result["subject_seconds"] > 0
+        assert result["baseline_seconds"] > 0
+        assert result["baseline"] == "telemetry off"

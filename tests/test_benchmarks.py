@@ -119,3 +119,30 @@ def test_telemetry_benchmark_quick_run_reports_both_modes() -> None:
         assert result["subject_seconds"] > 0
         assert result["baseline_seconds"] > 0
         assert result["baseline"] == "telemetry off"
+
+
+STARTUP_ROWS = (
+    "docmem --version",
+    "docmem show, file://",
+    "import docmem, added to python -c pass",
+)
+
+
+def test_startup_benchmark_quick_run_checks_every_command() -> None:
+    report = json.loads(run("startup.py", "--quick", "--json"))
+    assert (report["format"], report["benchmark"]) == ("docmem-benchmarks/1", "startup")
+    assert report["settings"]["runs"] == 5
+    results = report["results"]
+    assert [result["name"] for result in results[: len(STARTUP_ROWS)]] == list(STARTUP_ROWS)
+    for result in results:
+        assert result["checked"], result  # each command printed what it should, once
+        assert result["baseline_seconds"] > 0
+        assert math.isclose(result["ratio"], result["subject_seconds"] / result["baseline_seconds"])
+        assert isinstance(result["passed"], bool)
+    version, show, imported = results[:3]
+    assert (version["baseline"], show["baseline"]) == ("python -c pass", "python -c pass")
+    assert (version["target"], show["target"]) == (3.0, 3.0)
+    assert version["subject_seconds"] > 0
+    assert show["detail"].startswith("10 entries, ")
+    assert (imported["baseline_seconds"], imported["target"]) == (0.040, 1.0)  # the budget
+    assert report["errors"] == []

@@ -1,0 +1,125 @@
+"""One run of the command line: parse, run the command, turn every failure into an exit code.
+
+Exit codes (docs/cli.md): 0 success; 1 a docmem error, reported as one line
+that starts with its code (``internal_error`` for anything unexpected, which
+is a bug); 2 a usage error; 130 interrupted; 141 stdout closed early (a pipe
+into ``head``). A traceback is printed only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import logging
+import os
+import sys
+import traceback
+from typing import Protocol
+
+from docmem.errors import DocmemError
+
+from .parser import COMMANDS, MissingExtra, UsageError, build_parser
+from .report import Reporter
+
+__all__ = ["EXIT_DOCMEM_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PIPE", "EXIT_USAGE", "run"]
+
+EXIT_OK = 0
+EXIT_DOCMEM_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_PIPE = 141
+
+#: The loggers of docmem and its plug-ins: shown with --debug, silent otherwise.
+_LOGGERS = ("docmem", "docmem_s3", "docmem_fsspec")
+
+
+class Command(Protocol):
+    """What every command module's ``run`` is: the parsed flags and the reporter, an exit code."""
+
+    def __call__(self, arguments: argparse.Namespace, report: Reporter) -> int: ...
+
+
+def run(argv: list[str]) -> int:
+    """Parse ``argv`` and run its command; every outcome is an exit code."""
+    debug = "--debug" in argv
+    if hasattr(sys.stdout, "reconfigure"):  # what the terminal cannot show, as an escape
+        sys.stdout.reconfigure(errors="backslashreplace")
+    try:
+        parsers = build_parser(mcp=bool(argv) and argv[0] == "mcp")
+    except MissingExtra as missing:
+        print(missing.message, file=sys.stderr)
+        if debug:
+            traceback.print_exception(missing.cause)
+        return EXIT_DOCMEM_ERROR
+    except Exception as error:  # a broken installation: docmem's own module is missing
+        _trace(debug)
+        return Reporter("docmem", json=False, quiet=False).crashed(error)
+    try:
+        arguments = parsers.top.parse_args(argv)
+    except SystemExit as exit_:  # argparse: --help (0) or a usage error (2)
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    _configure_logging(debug=arguments.debug)
+    report = Reporter(
+        arguments.command,
+        json=getattr(arguments, "json", False),
+        quiet=getattr(arguments, "quiet", False),
+    )
+    try:
+        code = _command(arguments.command)(arguments, report)
+        sys.stdout.flush()  # here, so that a closed pipe is reported below, not at exit
+        return code
+    except UsageError as usage:
+        with contextlib.suppress(SystemExit):  # argparse prints the usage, then exits
+            parsers.commands[arguments.command].error(usage.message)
+        return EXIT_USAGE
+    except DocmemError as error:
+        _trace(arguments.debug)
+        return report.failed(error)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_PIPE
+    except Exception as error:
+        _trace(arguments.debug)
+        return report.crashed(error)
+
+
+def _command(name: str) -> Command:
+    """The command's ``run``, imported only now (``docmem show`` never loads tqdm or mcp)."""
+    module, _, function = COMMANDS[name].partition(":")
+    command: Command = getattr(importlib.import_module(module, __package__), function)
+    return command
+
+
+def _configure_logging(*, debug: bool) -> None:
+    """With ``--debug``, docmem's own loggers at DEBUG on stderr (keys and codes, never text).
+
+    Only docmem's: botocore's debug logs carry request headers. Without it
+    they stay silent (Python would print warnings of an unconfigured logger).
+    """
+    handler: logging.Handler
+    if debug:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+    else:
+        handler = logging.NullHandler()
+    for name in _LOGGERS:
+        logger = logging.getLogger(name)
+        logger.addHandler(handler)
+        if debug:
+            logger.setLevel(logging.DEBUG)
+
+
+def _trace(debug: bool) -> None:
+    if debug:
+        traceback.print_exc(file=sys.stderr)
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so the interpreter's final flush is quiet."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

@@ -1,0 +1,182 @@
+"""``docmem stats``: every document of a store counted, the largest and the corrupt named by key.
+
+It lists every key, then reads and parses each document (``--workers`` at a
+time, in a bounded window, so a store of millions of keys holds only the
+list of keys in memory) and reports counts and sizes, never content. On a
+terminal a progress bar (tqdm: count, rate and ETA) runs on stderr; on a
+pipe or with ``--quiet`` there is none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import concurrent.futures
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from docmem.backend import Backend, Stored
+from docmem.document import parse
+from docmem.errors import DocumentCorrupt
+
+from .report import Reporter, counted
+from .store import open_from
+
+__all__ = ["Tally", "run"]
+
+
+class _Bar(Protocol):
+    def update(self, n: float | None = 1) -> bool | None: ...
+    def close(self) -> None: ...
+
+
+class _NoBar:
+    """What stands in for the progress bar on a pipe or with ``--quiet``."""
+
+    def update(self, n: float | None = 1) -> bool | None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+@dataclass
+class Tally:
+    """What the walk found: counts, the ``top`` largest documents, the corrupt ones."""
+
+    top: int
+    keys: int = 0
+    documents: int = 0
+    entries: int = 0
+    bytes: int = 0
+    vanished: int = 0
+    #: (-bytes, key, entries or None): a few more than ``top`` between trims.
+    _largest: list[tuple[int, str, int | None]] = field(default_factory=list)
+    corrupt: list[dict[str, str]] = field(default_factory=list)
+
+    def add(self, key: str, stored: Stored | None) -> None:
+        """Count one key's document (``None``: deleted since it was listed)."""
+        self.keys += 1
+        if stored is None:
+            self.vanished += 1
+            return
+        size = len(stored.data)
+        self.documents += 1
+        self.bytes += size
+        entries: int | None = None
+        try:
+            entries = len(parse(bytes(stored.data)).entries)
+        except DocumentCorrupt as error:
+            self.corrupt.append({"key": key, "reason": error.message})
+        if entries is not None:
+            self.entries += entries
+        # Kept as (-size, key): sorted, the largest come first, ties by key.
+        self._largest.append((-size, key, entries))
+        if len(self._largest) >= 2 * self.top + 64:
+            self._largest.sort()
+            del self._largest[self.top :]
+
+    def largest(self) -> list[dict[str, Any]]:
+        """The largest documents, largest first (ties by key)."""
+        ordered = sorted(self._largest)[: self.top]
+        return [{"key": key, "bytes": -size, "entries": entries} for size, key, entries in ordered]
+
+    def fields(self) -> dict[str, Any]:
+        """The answer's fields (docs/cli.md)."""
+        return {
+            "keys": self.keys,
+            "documents": self.documents,
+            "entries": self.entries,
+            "bytes": self.bytes,
+            "vanished": self.vanished,
+            "largest": self.largest(),
+            "corrupt": sorted(self.corrupt, key=lambda row: row["key"]),
+        }
+
+
+def run(arguments: argparse.Namespace, report: Reporter) -> int:
+    """Walk the whole store and report what it holds."""
+    tally = Tally(top=arguments.top)
+    with open_from(arguments) as store:
+        keys = _listed(store, report)
+        bar = _bar(report, total=len(keys), unit="doc", desc="reading")
+        try:
+            for key, stored in _read_all(store, keys, arguments.workers):
+                tally.add(key, stored)
+                bar.update(1)
+        finally:
+            bar.close()
+    return report.done(_human(tally), **tally.fields())
+
+
+def _listed(store: Backend, report: Reporter) -> list[str]:
+    """Every key, counted on the bar as the listing goes (its total is unknown until the end)."""
+    bar = _bar(report, total=None, unit="key", desc="listing")
+    keys: list[str] = []
+    listing = store.keys()  # a Backend's listing, not a dict's
+    try:
+        for key in listing:
+            keys.append(key)
+            bar.update(1)
+    finally:
+        bar.close()
+    return keys
+
+
+def _bar(report: Reporter, *, total: int | None, unit: str, desc: str) -> _Bar:
+    if not report.progress:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, leave=False, dynamic_ncols=True)
+
+
+def _read_all(store: Backend, keys: list[str], workers: int) -> Iterator[tuple[str, Stored | None]]:
+    """Each key with its document, in order, at most ``workers * 4`` reads in flight."""
+    window = workers * 4
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        pending: collections.deque[tuple[str, concurrent.futures.Future[Stored | None]]]
+        pending = collections.deque()
+        try:
+            for key in keys:
+                pending.append((key, pool.submit(store.read, key)))
+                if len(pending) >= window:
+                    done_key, future = pending.popleft()
+                    yield done_key, future.result()
+            while pending:
+                done_key, future = pending.popleft()
+                yield done_key, future.result()
+        finally:
+            for _, future in pending:
+                future.cancel()
+
+
+def _human(tally: Tally) -> str:
+    if tally.keys == 0:
+        return "0 keys: the store holds no documents"
+    counts = (
+        (tally.keys, "key"),
+        (tally.documents, "document"),
+        (tally.entries, "entry"),
+        (tally.bytes, "byte"),
+    )
+    lines = [", ".join(counted(number, word) for number, word in counts)]
+    if tally.vanished:
+        lines.append(f"{counted(tally.vanished, 'document')} deleted while the store was read")
+    largest = tally.largest()
+    if largest:
+        lines.append("largest documents:")
+        width = max(len(f"{row['bytes']:,}") for row in largest)
+        for row in largest:
+            entries = "corrupt" if row["entries"] is None else counted(row["entries"], "entry")
+            lines.append(f"  {row['bytes']:>{width},} bytes  {row['key']}  {entries}")
+    corrupt = tally.fields()["corrupt"]
+    if corrupt:
+        lines.append(
+            f"{counted(len(corrupt), 'corrupt document')} (docmem never overwrites one: "
+            "repair or remove each):"
+        )
+        lines.extend(f"  {row['key']}  {row['reason']}" for row in corrupt)
+    return "\n".join(lines)

@@ -1,0 +1,235 @@
+"""Bearer tokens for the docmem MCP server over HTTP: JWTs verified with PyJWT.
+
+:class:`JwtVerifier` is an MCP SDK ``TokenVerifier``: the SDK's bearer
+middleware calls it for every HTTP request and answers 401 before any
+handler runs (so before any store access) when it returns ``None``. A token
+is accepted only with a valid signature from the configured key (a PEM file,
+or the issuer's JWKS), an ``exp`` in the future, the configured ``iss`` and
+``aud``, and a non-blank ``sub``. Only asymmetric algorithms are accepted,
+and only those of the key's type, so neither ``alg: none`` nor an HMAC
+signed with the public key can pass. Nothing of a token is ever logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Union
+from urllib.parse import urlsplit
+
+try:
+    import anyio.to_thread
+    import jwt
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
+    from mcp.server.auth.provider import AccessToken
+    from mcp.server.auth.settings import AuthSettings
+except ImportError as error:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        'docmem.integrations.mcp needs the MCP Python SDK and PyJWT: pip install "docmem[mcp]"'
+    ) from error
+
+from docmem import InvalidArgument
+
+__all__ = ["JwtVerifier", "PublicKey", "check_jwks_url", "load_public_key"]
+
+logger = logging.getLogger("docmem")
+
+#: A public key a JWT can be verified with.
+PublicKey = Union[  # noqa: UP007
+    rsa.RSAPublicKey, ec.EllipticCurvePublicKey, ed25519.Ed25519PublicKey, ed448.Ed448PublicKey
+]
+
+_RSA = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512")
+_EC = ("ES256", "ES384", "ES512")
+_EDDSA = ("EdDSA",)
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def load_public_key(path: str | Path) -> PublicKey:
+    """The public key in a PEM file: a public key block or an X.509 certificate.
+
+    Raises :class:`docmem.InvalidArgument` when the file cannot be read or
+    holds no such key (a private key is refused: the server needs none).
+    """
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        problem = f"the key file cannot be read ({type(error).__name__})"
+    else:
+        key = _public_key(data)
+        if key is not None:
+            return key
+        problem = "the key file holds no PEM public key or certificate (RSA, EC or Ed25519/Ed448)"
+    raise InvalidArgument(problem)
+
+
+def _public_key(data: bytes) -> PublicKey | None:
+    loaded: object
+    try:
+        loaded = serialization.load_pem_public_key(data)
+    except ValueError:
+        try:
+            loaded = x509.load_pem_x509_certificate(data).public_key()
+        except ValueError:
+            return None
+    if isinstance(loaded, (rsa.RSAPublicKey, ec.EllipticCurvePublicKey)):
+        return loaded
+    if isinstance(loaded, (ed25519.Ed25519PublicKey, ed448.Ed448PublicKey)):
+        return loaded
+    return None
+
+
+def _algorithms(key: object) -> tuple[str, ...]:
+    """The JWS algorithms a key of this type can verify: never HMAC, never ``none``."""
+    if isinstance(key, rsa.RSAPublicKey):
+        return _RSA
+    if isinstance(key, ec.EllipticCurvePublicKey):
+        return _EC
+    if isinstance(key, (ed25519.Ed25519PublicKey, ed448.Ed448PublicKey)):
+        return _EDDSA
+    return ()
+
+
+class JwtVerifier:
+    """Verifies bearer JWTs for an MCP server (the SDK's ``TokenVerifier`` protocol).
+
+    Give exactly one of ``key`` (a public key, e.g. from
+    :func:`load_public_key`) and ``jwks_url`` (the issuer's JWKS, https, or
+    http on a loopback address; fetched in a worker thread, cached for
+    ``jwks_cache_seconds`` and refetched once for an unknown ``kid``).
+    ``issuer`` and ``audience`` must match the token's ``iss`` and ``aud``
+    exactly. The accepted token becomes the request's ``AccessToken``:
+    ``subject`` is ``sub``, ``claims`` all the token's claims.
+    """
+
+    def __init__(
+        self,
+        *,
+        issuer: str,
+        audience: str,
+        key: PublicKey | None = None,
+        jwks_url: str | None = None,
+        leeway: float = 0,
+        jwks_cache_seconds: float = 300,
+    ) -> None:
+        if not isinstance(issuer, str) or not issuer.strip():
+            raise InvalidArgument("the token issuer must be a non-blank string")
+        if not isinstance(audience, str) or not audience.strip():
+            raise InvalidArgument("the token audience must be a non-blank string")
+        if (key is None) == (jwks_url is None):
+            raise InvalidArgument("give exactly one of key and jwks_url")
+        if key is not None and not _algorithms(key):
+            raise InvalidArgument("the key must be an RSA, EC or Ed25519/Ed448 public key")
+        self.issuer = issuer
+        self.audience = audience
+        self.leeway = leeway
+        self._key = key
+        self._jwks: jwt.PyJWKClient | None = None
+        if jwks_url is not None:
+            check_jwks_url(jwks_url)
+            self._jwks = jwt.PyJWKClient(
+                jwks_url, cache_jwk_set=True, lifespan=jwks_cache_seconds, timeout=10
+            )
+
+    def __repr__(self) -> str:
+        source = "jwks" if self._jwks is not None else "key"
+        return f"JwtVerifier(source={source!r})"
+
+    def auth_settings(self, *, resource_url: str | None = None) -> AuthSettings:
+        """The SDK's ``AuthSettings`` for this issuer; ``resource_url`` adds RFC 9728 metadata.
+
+        With ``resource_url`` the server publishes its protected-resource
+        metadata (naming the issuer as the authorization server) and a 401
+        points to it, so an MCP host can discover where to get a token. The
+        audience is checked here, so the SDK's own resource check stays off.
+        """
+        try:
+            return AuthSettings(
+                issuer_url=self.issuer,  # type: ignore[arg-type]
+                resource_server_url=resource_url,  # type: ignore[arg-type]
+                validate_token_resource=False if resource_url is not None else None,
+            )
+        except ValueError:
+            problem = "the issuer and the resource URL must be http(s) URLs"
+        raise InvalidArgument(problem)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """The token's ``AccessToken`` when it is valid, else ``None`` (the SDK answers 401)."""
+        if self._jwks is not None:  # the JWKS fetch blocks: keep it off the event loop
+            return await anyio.to_thread.run_sync(self._verify, token)
+        return self._verify(token)
+
+    def _signing_key(self, token: str) -> PublicKey:
+        """The configured key, or the JWKS key the token's ``kid`` names (fetched if need be)."""
+        if self._jwks is None:
+            assert self._key is not None
+            return self._key
+        key: PublicKey = self._jwks.get_signing_key_from_jwt(token).key
+        return key
+
+    def _verify(self, token: str) -> AccessToken | None:
+        try:
+            key = self._signing_key(token)
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                key,
+                algorithms=list(_algorithms(key)),
+                audience=self.audience,
+                issuer=self.issuer,
+                leeway=self.leeway,
+                options={"require": ["exp", "iss", "aud", "sub"]},
+            )
+        except jwt.PyJWKClientError as error:
+            logger.warning("docmem mcp: no signing key for a token (%s)", type(error).__name__)
+            return None
+        except jwt.PyJWTError as error:
+            logger.info("docmem mcp: bearer token refused (%s)", type(error).__name__)
+            return None
+        except Exception as error:  # fail closed on anything unforeseen
+            logger.warning("docmem mcp: bearer token not verified (%s)", type(error).__name__)
+            return None
+        subject = claims.get("sub")
+        if not isinstance(subject, str) or not subject.strip():
+            logger.info("docmem mcp: bearer token refused (blank subject)")
+            return None
+        return AccessToken(
+            token=token,
+            client_id=_client_id(claims),
+            scopes=_scopes(claims),
+            expires_at=int(claims["exp"]),
+            resource=self.audience,
+            subject=subject,
+            claims=claims,
+        )
+
+
+def check_jwks_url(url: str) -> str:
+    """``url`` if a JWKS may be fetched from it: https, or plain http on a loopback address."""
+    parts = urlsplit(url)
+    if parts.scheme == "https" and parts.hostname:
+        return url
+    if parts.scheme == "http" and parts.hostname in _LOOPBACK:
+        return url
+    raise InvalidArgument("the JWKS URL must be https (plain http only on a loopback address)")
+
+
+def _client_id(claims: Mapping[str, Any]) -> str:
+    """The OAuth client the token was issued to (``client_id``, else ``azp``), or ``""``."""
+    for name in ("client_id", "azp"):
+        value = claims.get(name)
+        if isinstance(value, str):
+            return value
+    return ""
+
+
+def _scopes(claims: Mapping[str, Any]) -> list[str]:
+    """OAuth scopes from ``scope`` (space-separated) or ``scp`` (a list or a string)."""
+    value = claims.get("scope", claims.get("scp"))
+    if isinstance(value, str):
+        return value.split()
+    if isinstance(value, Sequence):
+        return [item for item in value if isinstance(item, str)]
+    return []

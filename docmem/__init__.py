@@ -27,67 +27,145 @@ way: ``memory`` builds its tools with ``tools``.
 
 from __future__ import annotations
 
-from .backend import Backend, Stored
-from .document import MemoryDocument
-from .errors import (
-    Cancelled,
-    ContentRejected,
-    DocmemError,
-    DocumentCorrupt,
-    IndexExhausted,
-    InvalidArgument,
-    InvalidScope,
-    LimitExceeded,
-    MutationAmbiguous,
-    MutationConflict,
-    RecallBatchInvalid,
-    ScopeFenced,
-    SecretDetected,
-    StoreBusy,
-    StoreNotConfigured,
-    StoreUnavailable,
-    VersionConflict,
-    WriteOutcomeUnknown,
-)
-from .formats import ToolDispatcher, anthropic_tools, openai_tools
-from .injection import (
-    ProjectedRecall,
-    is_recalled,
-    message_role,
-    message_text,
-    place_recalls,
-    recalled_slot,
-    split_recalls,
-    user_text,
-)
-from .keys import LockedScope, lock_scope
-from .memory import (
-    BoundMemory,
-    EraseResult,
-    FileMemory,
-    MutationRecord,
-    RecallMessage,
-    RemoveResult,
-    SaveResult,
-)
-from .provider import CaptureContext, MemoryProvider, RecallContext, RecalledItem, ToolsContext
-from .recall import LedgerCache, Recalled, RecallLedger
-from .registry import open_store, register_backend
-from .retry import RetryPolicy
-from .runtime import MemoryRuntime, TurnContext, TurnMemory
-from .secrets import default_secret_filter
-from .slot import (
-    MemorySlot,
-    NamespaceContext,
-    Principal,
-    ScopeContext,
-    SlotLock,
-    by_principal,
-    default_namespace,
-)
-from .tools import Tool, ToolResult, ToolSpec
+import importlib as _importlib
+
+TYPE_CHECKING = False  # not typing's: importing typing costs more than all the rest
+if TYPE_CHECKING:
+    from .backend import Backend, Stored
+    from .document import MemoryDocument
+    from .errors import (
+        Cancelled,
+        ContentRejected,
+        DocmemError,
+        DocumentCorrupt,
+        IndexExhausted,
+        InvalidArgument,
+        InvalidScope,
+        LimitExceeded,
+        MutationAmbiguous,
+        MutationConflict,
+        RecallBatchInvalid,
+        ScopeFenced,
+        SecretDetected,
+        StoreBusy,
+        StoreNotConfigured,
+        StoreUnavailable,
+        VersionConflict,
+        WriteOutcomeUnknown,
+    )
+    from .formats import ToolDispatcher, anthropic_tools, openai_tools
+    from .injection import (
+        ProjectedRecall,
+        is_recalled,
+        message_role,
+        message_text,
+        place_recalls,
+        recalled_slot,
+        split_recalls,
+        user_text,
+    )
+    from .keys import LockedScope, lock_scope
+    from .memory import (
+        BoundMemory,
+        EraseResult,
+        FileMemory,
+        MutationRecord,
+        RecallMessage,
+        RemoveResult,
+        SaveResult,
+    )
+    from .provider import CaptureContext, MemoryProvider, RecallContext, RecalledItem, ToolsContext
+    from .recall import LedgerCache, Recalled, RecallLedger
+    from .registry import open_store, register_backend
+    from .retry import RetryPolicy
+    from .runtime import MemoryRuntime, TurnContext, TurnMemory
+    from .secrets import default_secret_filter
+    from .slot import (
+        MemorySlot,
+        NamespaceContext,
+        Principal,
+        ScopeContext,
+        SlotLock,
+        by_principal,
+        default_namespace,
+    )
+    from .tools import Tool, ToolResult, ToolSpec
+
+del TYPE_CHECKING
 
 __version__ = "0.1.0"
+
+#: The module that defines each public name. ``import docmem`` imports none of them:
+#: each is imported on first use (PEP 562), so a command line or an MCP server
+#: starts without loading what it does not use.
+_WHERE = {
+    "Backend": "backend",
+    "BoundMemory": "memory",
+    "Cancelled": "errors",
+    "CaptureContext": "provider",
+    "ContentRejected": "errors",
+    "DocmemError": "errors",
+    "DocumentCorrupt": "errors",
+    "EraseResult": "memory",
+    "FileMemory": "memory",
+    "IndexExhausted": "errors",
+    "InvalidArgument": "errors",
+    "InvalidScope": "errors",
+    "LedgerCache": "recall",
+    "LimitExceeded": "errors",
+    "LockedScope": "keys",
+    "MemoryDocument": "document",
+    "MemoryProvider": "provider",
+    "MemoryRuntime": "runtime",
+    "MemorySlot": "slot",
+    "MutationAmbiguous": "errors",
+    "MutationConflict": "errors",
+    "MutationRecord": "memory",
+    "NamespaceContext": "slot",
+    "Principal": "slot",
+    "ProjectedRecall": "injection",
+    "RecallBatchInvalid": "errors",
+    "RecallContext": "provider",
+    "RecallLedger": "recall",
+    "RecallMessage": "memory",
+    "Recalled": "recall",
+    "RecalledItem": "provider",
+    "RemoveResult": "memory",
+    "RetryPolicy": "retry",
+    "SaveResult": "memory",
+    "ScopeContext": "slot",
+    "ScopeFenced": "errors",
+    "SecretDetected": "errors",
+    "SlotLock": "slot",
+    "StoreBusy": "errors",
+    "StoreNotConfigured": "errors",
+    "StoreUnavailable": "errors",
+    "Stored": "backend",
+    "Tool": "tools",
+    "ToolDispatcher": "formats",
+    "ToolResult": "tools",
+    "ToolSpec": "tools",
+    "ToolsContext": "provider",
+    "TurnContext": "runtime",
+    "TurnMemory": "runtime",
+    "VersionConflict": "errors",
+    "WriteOutcomeUnknown": "errors",
+    "anthropic_tools": "formats",
+    "by_principal": "slot",
+    "default_namespace": "slot",
+    "default_secret_filter": "secrets",
+    "is_recalled": "injection",
+    "lock_scope": "keys",
+    "message_role": "injection",
+    "message_text": "injection",
+    "open_store": "registry",
+    "openai_tools": "formats",
+    "place_recalls": "injection",
+    "recalled_slot": "injection",
+    "register_backend": "registry",
+    "split_recalls": "injection",
+    "user_text": "injection",
+}
 
 __all__ = [
     "Backend",
@@ -157,3 +235,20 @@ __all__ = [
     "split_recalls",
     "user_text",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """A public name (or a submodule) on first use; then it is an ordinary attribute."""
+    module = _WHERE.get(name)
+    if module is None:
+        try:
+            return _importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError:
+            raise AttributeError(f"module 'docmem' has no attribute {name!r}") from None
+    value = getattr(_importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

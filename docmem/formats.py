@@ -7,10 +7,10 @@ call the model made by name, returning the one short result sentence.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+from ._threads import in_thread
 from .tools import Tool, ToolResult, dispatch_call
 
 __all__ = ["ToolDispatcher", "anthropic_tools", "openai_tools"]
@@ -60,4 +60,4 @@ class ToolDispatcher:
         self, name: str, arguments: object, *, call_id: str | None = None
     ) -> ToolResult:
         """:meth:`dispatch` in a worker thread."""
-        return await asyncio.to_thread(self.dispatch, name, arguments, call_id=call_id)
+        return await in_thread(self.dispatch, name, arguments, call_id=call_id)

@@ -11,7 +11,6 @@ settled by reading instead of guessing (docs/design.md, section 5).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import threading
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, Union
 
 from . import journal, telemetry
+from ._threads import in_thread
 from .backend import Backend, LruCache, Stored
 from .document import MemoryDocument, parse, render_recall
 from .errors import (
@@ -461,27 +461,27 @@ class BoundMemory:
 
     async def aread(self) -> MemoryDocument | None:
         """Async :meth:`read`."""
-        return await asyncio.to_thread(self.read)
+        return await in_thread(self.read)
 
     async def arecall(self) -> list[RecallMessage]:
         """Async :meth:`recall`."""
-        return await asyncio.to_thread(self.recall)
+        return await in_thread(self.recall)
 
     async def ainspect(self, mutation_id: str) -> MutationRecord | None:
         """Async :meth:`inspect`."""
-        return await asyncio.to_thread(self.inspect, mutation_id)
+        return await in_thread(self.inspect, mutation_id)
 
     async def asave(self, text: str, *, mutation_id: str | None = None) -> SaveResult:
         """Async :meth:`save`."""
-        return await asyncio.to_thread(self.save, text, mutation_id=mutation_id)
+        return await in_thread(self.save, text, mutation_id=mutation_id)
 
     async def aremove(self, index: int, *, mutation_id: str | None = None) -> RemoveResult:
         """Async :meth:`remove`."""
-        return await asyncio.to_thread(self.remove, index, mutation_id=mutation_id)
+        return await in_thread(self.remove, index, mutation_id=mutation_id)
 
     async def aerase(self, *, mutation_id: str | None = None) -> EraseResult:
         """Async :meth:`erase`."""
-        return await asyncio.to_thread(self.erase, mutation_id=mutation_id)
+        return await in_thread(self.erase, mutation_id=mutation_id)
 
 
 class _PendingWrite:

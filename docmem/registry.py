@@ -15,7 +15,6 @@ import re
 import threading
 from dataclasses import dataclass
 from importlib import import_module
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -133,6 +132,17 @@ def _load(target: str | type[Backend]) -> type[Backend]:
     if not (isinstance(loaded, type) and issubclass(loaded, Backend)):
         raise StoreNotConfigured(f"{target!r} is not a docmem Backend class")
     return loaded
+
+
+def entry_points(*, group: str, name: str) -> Any:
+    """The installed entry points of ``group`` named ``name``.
+
+    importlib.metadata is imported here, for a plug-in's scheme only: it
+    costs more to import than the rest of docmem.
+    """
+    from importlib.metadata import entry_points as installed
+
+    return installed(group=group, name=name)
 
 
 def _resolve(scheme: str) -> type[Backend]:

@@ -35,7 +35,6 @@ provider carries the same event, for a provider to stop mid-way.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import concurrent.futures
 import contextvars
@@ -48,6 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ._threads import in_thread
 from .errors import Cancelled, DocmemError, InvalidArgument, RecallBatchInvalid
 from .injection import Placement, ProjectedRecall, message_role, place_recalls, user_text
 from .provider import Boundary, CaptureBoundary, CaptureContext, RecallContext, ToolsContext
@@ -107,7 +107,7 @@ class TurnMemory:
         self, name: str, arguments: object, *, call_id: str | None = None
     ) -> ToolResult:
         """Async :meth:`dispatch` (the tool runs in a worker thread)."""
-        return await asyncio.to_thread(self.dispatch, name, arguments, call_id=call_id)
+        return await in_thread(self.dispatch, name, arguments, call_id=call_id)
 
 
 class MemoryRuntime:
@@ -245,7 +245,7 @@ class MemoryRuntime:
         app_root: str | None = None,
     ) -> ToolResult:
         """Async :meth:`dispatch` (the tool runs in a worker thread)."""
-        return await asyncio.to_thread(
+        return await in_thread(
             self.dispatch,
             scope_context,
             name,
@@ -290,7 +290,7 @@ class MemoryRuntime:
         app_root: str | None = None,
     ) -> list[ProjectedRecall]:
         """Async :meth:`recall`."""
-        return await asyncio.to_thread(
+        return await in_thread(
             self.recall,
             scope_context,
             messages=messages,
@@ -334,7 +334,7 @@ class MemoryRuntime:
         app_root: str | None = None,
     ) -> list[_M | ProjectedRecall]:
         """Async :meth:`prepare_model_call` (the slots are read in worker threads)."""
-        return await asyncio.to_thread(
+        return await in_thread(
             self.prepare_model_call,
             messages,
             scope_context,
@@ -422,21 +422,21 @@ class MemoryRuntime:
         self, context: TurnContext, *, ledger: RecallLedger | None = None
     ) -> TurnMemory:
         """Async :meth:`turn_started` (providers run in a worker thread)."""
-        return await asyncio.to_thread(self.turn_started, context, ledger=ledger)
+        return await in_thread(self.turn_started, context, ledger=ledger)
 
     async def acompaction_requested(self, context: TurnContext) -> list[Any]:
         """Async :meth:`compaction_requested`."""
-        return await asyncio.to_thread(self.compaction_requested, context)
+        return await in_thread(self.compaction_requested, context)
 
     async def acompaction_completed(
         self, context: TurnContext, *, ledger: RecallLedger | None = None
     ) -> list[Any]:
         """Async :meth:`compaction_completed`."""
-        return await asyncio.to_thread(self.compaction_completed, context, ledger=ledger)
+        return await in_thread(self.compaction_completed, context, ledger=ledger)
 
     async def aturn_completed(self, context: TurnContext) -> None:
         """Async :meth:`turn_completed`."""
-        await asyncio.to_thread(self.turn_completed, context)
+        await in_thread(self.turn_completed, context)
 
     async def acontext_cleared(
         self, *, session_id: str | None = None, ledger: RecallLedger | None = None

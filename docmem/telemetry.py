@@ -4,9 +4,11 @@ With the OpenTelemetry API installed (``pip install "docmem[otel]"``) and an
 SDK configured, each recall, save, remove, erase, inspect and read is a span
 (``docmem.<op>``) with a child span per store request (``docmem.store.read``,
 ``.write``, ``.delete``), and feeds the metrics below. Without the API
-nothing here is imported or run, and while the API has no SDK behind it (its
-global providers are still its no-op proxies) nothing is recorded either:
-:func:`operation` then hands back :data:`NULL`, whose methods do nothing.
+nothing here is imported or run; until something in the process has imported
+``opentelemetry.trace`` (an SDK set up, or an instrumented framework) the API
+is not imported either, and while its global providers are still its no-op
+proxies nothing is recorded: :func:`operation` then hands back :data:`NULL`,
+whose methods do nothing.
 
 What is recorded is never content: slot names, the store's URL scheme,
 revisions, attempts, lost races, seconds backed off, the outcome, error
@@ -25,6 +27,7 @@ Metrics (meter ``docmem``): ``docmem.operations`` (by ``docmem.operation``,
 
 from __future__ import annotations
 
+import sys
 import time
 from types import TracebackType
 from typing import Any
@@ -130,6 +133,10 @@ def _found() -> _Instruments | None:
     """The instruments, or ``None`` without the API or when turned off (looked for once)."""
     global _instruments, _looked
     if not _looked:
+        if _enabled and _providers == (None, None) and "opentelemetry.trace" not in sys.modules:
+            # Nothing in this process set OpenTelemetry up, so nothing could record: do not
+            # import it (it costs a short-lived process tens of ms). Looked at again next time.
+            return None
         _instruments = None
         if _enabled:
             try:

@@ -10,7 +10,6 @@ them; a provider only binds them to its slot and its actions.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
 import json
@@ -20,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from ._threads import in_thread
 from .document import MAX_INDEX
 from .errors import DocmemError, InvalidArgument
 from .journal import fresh_mutation_id
@@ -276,7 +276,7 @@ class Tool:
         session_id: str | None = None,
     ) -> ToolResult:
         """:meth:`call` in a worker thread (a write already sent is not cancelled)."""
-        return await asyncio.to_thread(self.call, arguments, call_id=call_id, session_id=session_id)
+        return await in_thread(self.call, arguments, call_id=call_id, session_id=session_id)
 
     def __call__(self, arguments: object, **kwargs: Any) -> ToolResult:
         return self.call(arguments, **kwargs)

@@ -83,6 +83,7 @@ DOCMEM = Path(docmem.__file__).resolve().parent
 #: Each core module's layer; a module imports only from its own layer or those below.
 LAYERS = {
     "errors": 0,  # the one exception tree, under every layer
+    "_threads": 0,  # async twins' worker threads, asyncio imported only when awaited
     "telemetry": 0,  # content-free spans and metrics, for every layer (a no-op without the API)
     "backend": 1,
     "registry": 1,

@@ -62,6 +62,8 @@ endif
 ## make bench: the benchmarks, printed as ratios against raw baselines
 bench: $(VENV)/.dev
 	$(BIN)/python benchmarks/local.py
+	$(BIN)/python benchmarks/telemetry.py
+	$(BIN)/python benchmarks/startup.py
 	scripts/with-test-servers sh -c '$(BIN)/python benchmarks/s3.py && $(BIN)/python benchmarks/fsspec_store.py && $(BIN)/python benchmarks/adapters.py'
 
 clean:

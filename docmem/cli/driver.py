@@ -83,8 +83,21 @@ def run(argv: list[str]) -> int:
         _silence_stdout()
         return EXIT_PIPE
     except Exception as error:
+        if _only_broken_pipes(error):  # a host that closed our stdout (anyio groups it)
+            _silence_stdout()
+            return EXIT_PIPE
         _trace(arguments.debug)
         return report.crashed(error)
+
+
+def _only_broken_pipes(error: BaseException) -> bool:
+    """Whether ``error`` is an exception group of nothing but broken pipes (nested groups too)."""
+    if isinstance(error, BrokenPipeError):
+        return True
+    inner: object = getattr(error, "exceptions", None)
+    if not isinstance(inner, tuple) or not inner:
+        return False
+    return all(isinstance(each, BaseException) and _only_broken_pipes(each) for each in inner)
 
 
 def _command(name: str) -> Command:

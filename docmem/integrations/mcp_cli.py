@@ -20,7 +20,16 @@ import sys
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
-from docmem import Backend, DocmemError, FileMemory, MemorySlot, Principal, by_principal
+from docmem import (
+    Backend,
+    DocmemError,
+    FileMemory,
+    InvalidScope,
+    MemorySlot,
+    Principal,
+    ScopeContext,
+    by_principal,
+)
 from docmem.keys import namespace_key
 from docmem.tools import check_slot_name
 
@@ -283,6 +292,11 @@ def _server(arguments: argparse.Namespace, store: Backend) -> MCPServer:
         assert isinstance(slot.namespace, str)
         namespace_key(slot.namespace)
     if arguments.http is None:
+        if by_principal(ScopeContext(principal=arguments.principal)) is None:
+            raise InvalidScope(
+                "this principal has no memory of its own (anonymous, runtime or blank): "
+                "give --principal a user or service, e.g. user:local:me"
+            )
         return docmem_mcp_server(slots, scope_context=fixed_principal(arguments.principal))
     verifier = JwtVerifier(
         issuer=arguments.issuer,
@@ -305,12 +319,15 @@ def _serve_http(server: MCPServer, address: _Address, public_url: str | None) ->
     try:
         listener = socket.create_server((address.host, address.port), family=family)
     except OSError as error:
-        print(f"{_PROG}: cannot listen on {address}: {error.strerror or error}", file=sys.stderr)
+        reason = error.strerror or type(error).__name__
+        print(f"{_PROG}: store_unavailable: cannot listen on {address}: {reason}", file=sys.stderr)
         return 1
     app = server.streamable_http_app(
         host=address.host, transport_security=_behind_proxy(address, public_url)
     )
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    # A listen stream stays open as long as its client: without a bound, SIGTERM would
+    # wait for every client to hang up (and a service manager then sends SIGKILL).
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
     print(f"{_PROG}: serving streamable HTTP on http://{address}/mcp", file=sys.stderr, flush=True)
     uvicorn.Server(config).run(sockets=[listener])
     return 0

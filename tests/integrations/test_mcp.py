@@ -607,6 +607,12 @@ def test_http_refuses_every_bad_token_with_401_before_any_store_access(
         "alg none": jwt.encode(claims, "", algorithm="none"),
         "HS256 keyed by the public key": forged_hs256(issuer_key, claims),
         "not a JWT": "not-a-token",
+        "no expiry": jwt.encode(
+            {"iss": ISSUER, "aud": AUDIENCE, "sub": "alice"},
+            issuer_key.private,
+            algorithm="RS256",
+            headers={"kid": issuer_key.kid},
+        ),
     }
     call = {
         "jsonrpc": "2.0",
@@ -801,3 +807,25 @@ def test_the_mcp_example(tmp_path: Path) -> None:
     assert f"-> error: {SMUGGLED}" in out
     assert "model call 2: 5 messages, memory copies: 1" in out
     assert "stored: {0: 'Prefers metric units.'} (one entry" in out
+
+
+def test_only_asymmetric_algorithms_of_the_keys_type_are_accepted() -> None:
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+
+    from docmem.integrations import mcp_auth
+
+    rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key()
+    ec_key = ec.generate_private_key(ec.SECP256R1()).public_key()
+    ed_key = ed25519.Ed25519PrivateKey.generate().public_key()
+    for key, family in ((rsa_key, ("RS", "PS")), (ec_key, ("ES",)), (ed_key, ("EdDSA",))):
+        allowed = mcp_auth._algorithms(key)
+        assert allowed
+        assert all(name.startswith(family) for name in allowed), allowed
+    assert mcp_auth._algorithms(b"a shared secret") == ()
+
+
+def test_a_bare_port_binds_loopback_only() -> None:
+    from docmem.integrations import mcp_cli
+
+    assert mcp_cli._address("8765") == mcp_cli._Address("127.0.0.1", 8765)
+    assert mcp_cli._address("0.0.0.0:8765").host == "0.0.0.0"  # only when asked for

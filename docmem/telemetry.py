@@ -21,7 +21,7 @@ Metrics (meter ``docmem``): ``docmem.operations`` (by ``docmem.operation``,
 ``docmem.retries``, ``docmem.store_busy`` (budgets exhausted),
 ``docmem.unknown_outcomes`` (by ``docmem.settled``: ``committed``,
 ``not_committed``, ``ambiguous``, ``unsettled``), ``docmem.operation.duration``
-(seconds), ``docmem.document.size`` (bytes) and ``docmem.store.cache``
+(seconds), ``docmem.document.size`` (bytes written) and ``docmem.store.cache``
 (by ``docmem.cache.hit``: a read a store's cache answered, a 304 on S3).
 """
 
@@ -349,10 +349,14 @@ class Observation:
         self._attributes["docmem.backoff.seconds"] = seconds
 
     def document(self, size: int, entries: int, revision: int, *, written: bool) -> None:
-        """The document read (or written): bytes, entries and revision."""
-        self._tools.size.record(size, self._common)
+        """The document read (or written): bytes, entries and revision.
+
+        The size histogram counts written documents only: a size changes only
+        when a document is written, and a recall stays one histogram call cheaper.
+        """
         if written:
             self._wrote = True
+            self._tools.size.record(size, self._common)
         attributes = self._attributes
         attributes["docmem.revision.written" if written else "docmem.revision.read"] = revision
         attributes["docmem.document.bytes"] = size

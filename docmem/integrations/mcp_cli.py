@@ -17,7 +17,8 @@ from __future__ import annotations
 import argparse
 import socket
 import sys
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from urllib.parse import urlsplit
 
 from docmem import (
@@ -33,7 +34,7 @@ from docmem import (
 from docmem.keys import namespace_key
 from docmem.tools import check_slot_name
 
-from .mcp_auth import JwtVerifier, PublicKey, check_jwks_url, load_public_key
+from .mcp_auth import JwtVerifier, check_jwks_url, load_public_key
 from .mcp_server import access_token_principal, docmem_mcp_server, fixed_principal
 
 if TYPE_CHECKING:
@@ -52,6 +53,9 @@ class _Slot(NamedTuple):
     description: str | None = None
 
 
+_T = TypeVar("_T")
+
+
 class _Address(NamedTuple):
     host: str
     port: int
@@ -61,30 +65,27 @@ class _Address(NamedTuple):
         return f"{host}:{self.port}"
 
 
-def _namespace(text: str) -> str:
-    try:
-        namespace_key(f"{text}:{_DEFAULT_SLOT}")
-    except DocmemError as error:
-        problem = error.message
-    else:
-        return text
-    raise argparse.ArgumentTypeError(problem)
+def _argument(check: Callable[[str], _T]) -> Callable[[str], _T]:
+    """An argparse type from one of docmem's checks: its refusal becomes a usage error."""
+
+    def convert(text: str) -> _T:
+        try:
+            return check(text)
+        except DocmemError as error:
+            problem = error.message
+        raise argparse.ArgumentTypeError(problem)
+
+    return convert
 
 
-def _principal(text: str) -> Principal:
-    try:
-        return Principal.parse(text)
-    except DocmemError as error:
-        problem = error.message
-    raise argparse.ArgumentTypeError(problem)
+def _checked_namespace(text: str) -> str:
+    namespace_key(f"{text}:{_DEFAULT_SLOT}")  # the slot's namespace must be a valid one
+    return text
 
 
-def _slot_name(text: str) -> str:
-    try:
-        return check_slot_name(text)
-    except DocmemError as error:
-        problem = error.message
-    raise argparse.ArgumentTypeError(problem)
+_namespace = _argument(_checked_namespace)
+_principal = _argument(Principal.parse)
+_slot_name = _argument(check_slot_name)
 
 
 def _address(text: str) -> _Address:
@@ -96,20 +97,8 @@ def _address(text: str) -> _Address:
     return _Address(host or "127.0.0.1", int(port))
 
 
-def _key_file(text: str) -> PublicKey:
-    try:
-        return load_public_key(text)
-    except DocmemError as error:
-        problem = error.message
-    raise argparse.ArgumentTypeError(problem)
-
-
-def _jwks_url(text: str) -> str:
-    try:
-        return check_jwks_url(text)
-    except DocmemError as error:
-        problem = error.message
-    raise argparse.ArgumentTypeError(problem)
+_key_file = _argument(load_public_key)
+_jwks_url = _argument(check_jwks_url)
 
 
 def _http_url(text: str) -> str:

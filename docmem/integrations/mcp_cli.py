@@ -25,6 +25,7 @@ from docmem import (
     Backend,
     DocmemError,
     FileMemory,
+    InvalidArgument,
     InvalidScope,
     MemorySlot,
     Principal,
@@ -79,6 +80,8 @@ def _argument(check: Callable[[str], _T]) -> Callable[[str], _T]:
 
 
 def _checked_namespace(text: str) -> str:
+    if not text.strip():
+        raise InvalidArgument("the namespace is blank: name the deployment, e.g. acme:prod")
     namespace_key(f"{text}:{_DEFAULT_SLOT}")  # the slot's namespace must be a valid one
     return text
 

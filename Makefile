@@ -64,7 +64,7 @@ bench: $(VENV)/.dev
 	$(BIN)/python benchmarks/local.py
 	$(BIN)/python benchmarks/telemetry.py
 	$(BIN)/python benchmarks/startup.py
-	scripts/with-test-servers sh -c '$(BIN)/python benchmarks/s3.py && $(BIN)/python benchmarks/fsspec_store.py && $(BIN)/python benchmarks/adapters.py'
+	scripts/with-test-servers sh -c '$(BIN)/python benchmarks/s3.py && $(BIN)/python benchmarks/fsspec_store.py && $(BIN)/python benchmarks/adapters.py && $(BIN)/python benchmarks/encryption.py && $(BIN)/python benchmarks/transfer.py'
 
 clean:
 	rm -rf $(VENV) .docmem .pytest_cache .mypy_cache .ruff_cache .hypothesis \

@@ -33,26 +33,32 @@ TYPE_CHECKING = False  # not typing's: importing typing costs more than all the 
 if TYPE_CHECKING:
     from .backend import Backend, Stored
     from .document import MemoryDocument
+    from .encryption import EncryptedStore, Keyring, encrypted
     from .errors import (
         Cancelled,
         ContentRejected,
         DocmemError,
         DocumentCorrupt,
+        ExportInvalid,
         IndexExhausted,
         InvalidArgument,
         InvalidScope,
         LimitExceeded,
         MutationAmbiguous,
         MutationConflict,
+        PlaintextDocument,
         RecallBatchInvalid,
         ScopeFenced,
         SecretDetected,
         StoreBusy,
         StoreNotConfigured,
         StoreUnavailable,
+        TransferRefused,
+        UnknownKey,
         VersionConflict,
         WriteOutcomeUnknown,
     )
+    from .fencing import FenceReport, fence, unfence
     from .formats import ToolDispatcher, anthropic_tools, openai_tools
     from .injection import (
         ProjectedRecall,
@@ -74,6 +80,7 @@ if TYPE_CHECKING:
         RemoveResult,
         SaveResult,
     )
+    from .progress import Progress
     from .provider import CaptureContext, MemoryProvider, RecallContext, RecalledItem, ToolsContext
     from .recall import LedgerCache, Recalled, RecallLedger
     from .registry import open_store, register_backend
@@ -90,6 +97,15 @@ if TYPE_CHECKING:
         default_namespace,
     )
     from .tools import Tool, ToolResult, ToolSpec
+    from .transfer import (
+        ExportSummary,
+        ImportReport,
+        VerifyReport,
+        check_export,
+        export_store,
+        import_store,
+        verify_store,
+    )
 
 del TYPE_CHECKING
 
@@ -106,11 +122,17 @@ _WHERE = {
     "ContentRejected": "errors",
     "DocmemError": "errors",
     "DocumentCorrupt": "errors",
+    "EncryptedStore": "encryption",
     "EraseResult": "memory",
+    "ExportInvalid": "errors",
+    "ExportSummary": "transfer",
+    "FenceReport": "fencing",
     "FileMemory": "memory",
+    "ImportReport": "transfer",
     "IndexExhausted": "errors",
     "InvalidArgument": "errors",
     "InvalidScope": "errors",
+    "Keyring": "encryption",
     "LedgerCache": "recall",
     "LimitExceeded": "errors",
     "LockedScope": "keys",
@@ -122,7 +144,9 @@ _WHERE = {
     "MutationConflict": "errors",
     "MutationRecord": "memory",
     "NamespaceContext": "slot",
+    "PlaintextDocument": "errors",
     "Principal": "slot",
+    "Progress": "progress",
     "ProjectedRecall": "injection",
     "RecallBatchInvalid": "errors",
     "RecallContext": "provider",
@@ -146,14 +170,22 @@ _WHERE = {
     "ToolResult": "tools",
     "ToolSpec": "tools",
     "ToolsContext": "provider",
+    "TransferRefused": "errors",
     "TurnContext": "runtime",
     "TurnMemory": "runtime",
+    "UnknownKey": "errors",
+    "VerifyReport": "transfer",
     "VersionConflict": "errors",
     "WriteOutcomeUnknown": "errors",
     "anthropic_tools": "formats",
     "by_principal": "slot",
+    "check_export": "transfer",
     "default_namespace": "slot",
     "default_secret_filter": "secrets",
+    "encrypted": "encryption",
+    "export_store": "transfer",
+    "fence": "fencing",
+    "import_store": "transfer",
     "is_recalled": "injection",
     "lock_scope": "keys",
     "message_role": "injection",
@@ -164,7 +196,9 @@ _WHERE = {
     "recalled_slot": "injection",
     "register_backend": "registry",
     "split_recalls": "injection",
+    "unfence": "fencing",
     "user_text": "injection",
+    "verify_store": "transfer",
 }
 
 __all__ = [
@@ -175,11 +209,17 @@ __all__ = [
     "ContentRejected",
     "DocmemError",
     "DocumentCorrupt",
+    "EncryptedStore",
     "EraseResult",
+    "ExportInvalid",
+    "ExportSummary",
+    "FenceReport",
     "FileMemory",
+    "ImportReport",
     "IndexExhausted",
     "InvalidArgument",
     "InvalidScope",
+    "Keyring",
     "LedgerCache",
     "LimitExceeded",
     "LockedScope",
@@ -191,7 +231,9 @@ __all__ = [
     "MutationConflict",
     "MutationRecord",
     "NamespaceContext",
+    "PlaintextDocument",
     "Principal",
+    "Progress",
     "ProjectedRecall",
     "RecallBatchInvalid",
     "RecallContext",
@@ -215,14 +257,22 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "ToolsContext",
+    "TransferRefused",
     "TurnContext",
     "TurnMemory",
+    "UnknownKey",
+    "VerifyReport",
     "VersionConflict",
     "WriteOutcomeUnknown",
     "anthropic_tools",
     "by_principal",
+    "check_export",
     "default_namespace",
     "default_secret_filter",
+    "encrypted",
+    "export_store",
+    "fence",
+    "import_store",
     "is_recalled",
     "lock_scope",
     "message_role",
@@ -233,7 +283,9 @@ __all__ = [
     "recalled_slot",
     "register_backend",
     "split_recalls",
+    "unfence",
     "user_text",
+    "verify_store",
 ]
 
 

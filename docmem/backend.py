@@ -127,6 +127,16 @@ class Backend(abc.ABC):
     def keys(self) -> Iterator[str]:
         """Every stored key, in no particular order (export and admin only)."""
 
+    def listed_versions(self) -> Iterator[tuple[str, str]] | None:
+        """Every stored key with its current version, in no particular order; ``None``: not offered.
+
+        For a store that lists versions without reading each key (an S3
+        listing carries ETags): a migration then verifies its copy by
+        comparing the versions its writes returned, instead of reading every
+        document back. A version listed must be the one :meth:`read` returns.
+        """
+        return None
+
     def close(self) -> None:  # noqa: B027 - a default, not an abstract method
         """Release clients and file handles; the default has none."""
 

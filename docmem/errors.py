@@ -19,9 +19,13 @@ values: only ids, revisions, sizes, counts and codes.
     │   └── SecretDetected        secret_detected
     ├── IndexExhausted            index_exhausted
     ├── DocumentCorrupt           document_corrupt
+    │   └── PlaintextDocument     plaintext_document     (encrypted stores)
+    ├── UnknownKey                unknown_key            (encrypted stores)
     ├── MutationConflict          mutation_conflict
     ├── MutationAmbiguous         mutation_ambiguous
     ├── ScopeFenced               scope_fenced
+    ├── ExportInvalid             export_invalid         (docmem export files)
+    ├── TransferRefused           transfer_refused       (import, verify, migrate)
     ├── RecallBatchInvalid        recall_batch_invalid
     └── Cancelled                 cancelled
 
@@ -42,6 +46,7 @@ __all__ = [
     "ContentRejected",
     "DocmemError",
     "DocumentCorrupt",
+    "ExportInvalid",
     "IndexExhausted",
     "InvalidArgument",
     "InvalidScope",
@@ -49,12 +54,15 @@ __all__ = [
     "MutationAmbiguous",
     "MutationConflict",
     "Outcome",
+    "PlaintextDocument",
     "RecallBatchInvalid",
     "ScopeFenced",
     "SecretDetected",
     "StoreBusy",
     "StoreNotConfigured",
     "StoreUnavailable",
+    "TransferRefused",
+    "UnknownKey",
     "VersionConflict",
     "WriteOutcomeUnknown",
 ]
@@ -152,6 +160,23 @@ class DocumentCorrupt(DocmemError):
     code = "document_corrupt"
 
 
+class PlaintextDocument(DocumentCorrupt):
+    """An encrypted store holds a document that is not encrypted; it is refused, never used.
+
+    Reading it as memory would let whoever can write the bucket plant notes
+    for a user; a store opened with ``allow_plaintext=true`` (a migration in
+    place) reads it, and its next write encrypts it.
+    """
+
+    code = "plaintext_document"
+
+
+class UnknownKey(DocmemError):
+    """A document is encrypted under a key id the keyring does not hold (or holds no primary)."""
+
+    code = "unknown_key"
+
+
 class MutationConflict(DocmemError):
     """A mutation id was reused for a different request."""
 
@@ -169,6 +194,27 @@ class ScopeFenced(DocmemError):
     """An operator fenced the scope for a migration; writes are refused until it lifts."""
 
     code = "scope_fenced"
+
+
+class ExportInvalid(DocmemError):
+    """An export file fails its checks (format, order, a digest, the count): nothing is imported.
+
+    docs/export-format.md defines every check; a truncated, tampered or
+    reordered file is refused before the first write.
+    """
+
+    code = "export_invalid"
+
+
+class TransferRefused(DocmemError):
+    """The stores are not as an import, a verification or a migration needs them.
+
+    A key already holding other bytes, a destination that is not empty or
+    has accepted writes since the import, a copy that does not match its
+    export: the step stops, and never overwrites anything to go on.
+    """
+
+    code = "transfer_refused"
 
 
 class RecallBatchInvalid(DocmemError, ValueError):

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar, Union
 
-from . import journal, telemetry
+from . import fencing, journal, telemetry
 from ._threads import in_thread
 from .backend import Backend, LruCache, Stored
 from .document import MemoryDocument, parse, render_recall
@@ -367,6 +367,8 @@ class BoundMemory:
         if isinstance(decision, Done):
             if pending.revision is not None:
                 observation.settled("committed")  # our record is in it: the lost write landed
+                if pending.revision == 1:  # a create whose answer was lost: fenced meanwhile?
+                    self._confirm_created(observation)
             return decision.result
         pending.settle(read.document)  # our record is not in it: what does that prove?
         if read.from_cache and isinstance(decision, (NoOp, Refused)):
@@ -386,7 +388,15 @@ class BoundMemory:
         pending: _PendingWrite,
         observation: Observed,
     ) -> _R | None:
-        """The conditional write over ``read``: its result, or ``None`` to try again."""
+        """The conditional write over ``read``: its result, or ``None`` to try again.
+
+        A create (no version read) first asks whether the store is fenced for
+        a migration, and again once it is made (:mod:`docmem.fencing`).
+        """
+        created = read.version is None
+        if created:
+            with observation.request("read"):
+                fencing.refuse_create_if_fenced(self._store)
         try:
             with observation.request("write"):
                 self._store.write(self._key, write.data, expected=read.version)
@@ -409,7 +419,14 @@ class BoundMemory:
         observation.settled("not_committed")  # a lost write of ours would have made this conflict
         written = write.document
         observation.document(len(write.data), len(written.entries), written.revision, written=True)
+        if created:
+            self._confirm_created(observation)
         return write.result
+
+    def _confirm_created(self, observation: Observed) -> None:
+        """After this scope's document was created: ScopeFenced (unknown) if a fence went up."""
+        with observation.request("read"):
+            fencing.confirm_create(self._store, self._key)
 
     def _give_up(
         self,
@@ -431,6 +448,8 @@ class BoundMemory:
             mine = mutation.own_record(document)
             if mine is not None:
                 observation.settled("committed")
+                if pending.revision == 1:
+                    self._confirm_created(observation)
                 return mutation.replay(mine)
             pending.settle(document)
         raise _unmade(cancelled=attempts.cancelled, pending=pending.revision is not None)

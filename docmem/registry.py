@@ -60,6 +60,7 @@ SCHEMES: tuple[KnownScheme, ...] = (
     KnownScheme("abfs", _FSSPEC, "docmem-fsspec"),
     KnownScheme("abfss", _FSSPEC, "docmem-fsspec"),
     KnownScheme("az", _FSSPEC, "docmem-fsspec"),
+    KnownScheme("encrypted", "docmem.encryption.store:EncryptedStore", CORE_DISTRIBUTION),
     KnownScheme("file", "docmem.backends.local:LocalBackend", CORE_DISTRIBUTION),
     KnownScheme("fsspec", _FSSPEC, "docmem-fsspec"),
     KnownScheme("gcs", _FSSPEC, "docmem-fsspec"),
@@ -177,10 +178,11 @@ def open_store(url: str | None, **options: Any) -> Backend:
 
     ``file:///abs/path``, ``file://./rel/path`` and ``file:rel/path`` are local
     directories; ``memory://`` is a private in-process store and
-    ``memory://name`` a named one shared within the process. Other schemes come
-    from installed plug-ins. URL query parameters become options; keyword
-    arguments win over them. ``None`` or an empty URL is an error, never a
-    default store.
+    ``memory://name`` a named one shared within the process;
+    ``encrypted+<URL>?keyring=...`` is the store at ``<URL>`` with client-side
+    encryption (docs/encryption.md). Other schemes come from installed
+    plug-ins. URL query parameters become options; keyword arguments win over
+    them. ``None`` or an empty URL is an error, never a default store.
     """
     if url is None or not str(url).strip():
         raise StoreNotConfigured(

@@ -97,7 +97,7 @@ def test_adapters_benchmark_without_s3_reports_every_file_row() -> None:
     assert all("no S3 endpoint" in entry for entry in skipped)
 
 
-@pytest.mark.parametrize("script", ["s3.py", "fsspec_store.py", "adapters.py"])
+@pytest.mark.parametrize("script", ["s3.py", "fsspec_store.py", "adapters.py", "encryption.py"])
 def test_every_server_benchmark_offers_json(script: str) -> None:
     pytest.importorskip("docmem_s3")
     if script == "fsspec_store.py":
@@ -145,4 +145,39 @@ def test_startup_benchmark_quick_run_checks_every_command() -> None:
     assert version["subject_seconds"] > 0
     assert show["detail"].startswith("10 entries, ")
     assert (imported["baseline_seconds"], imported["target"]) == (0.040, 1.0)  # the budget
+    assert report["errors"] == []
+
+
+def test_encryption_benchmark_quick_run_without_s3_reports_the_file_rows() -> None:
+    env = {name: value for name, value in os.environ.items() if name != "LOCALSTACK_ENDPOINT"}
+    report = json.loads(run("encryption.py", "--quick", "--json", env=env))
+    assert (report["format"], report["benchmark"]) == ("docmem-benchmarks/1", "encryption")
+    assert [result["name"] for result in report["results"]] == ["recall, file://", "save, file://"]
+    for result, target in zip(report["results"], (1.15, 1.25), strict=True):
+        assert result["subject_seconds"] > 0
+        assert result["baseline_seconds"] > 0
+        assert result["baseline"] == "plain file://"
+        assert math.isclose(result["ratio"], result["subject_seconds"] / result["baseline_seconds"])
+        assert result["target"] == target
+        assert isinstance(result["passed"], bool)
+    assert [entry.split(": ", 1)[0] for entry in report["skipped"]] == [
+        "recall, s3:// + KMS",
+        "save, s3:// + KMS",
+    ]
+    assert report["errors"] == []
+
+
+def test_transfer_benchmark_quick_run_without_s3_reports_the_file_row() -> None:
+    env = {name: value for name, value in os.environ.items() if name != "LOCALSTACK_ENDPOINT"}
+    report = json.loads(run("transfer.py", "--quick", "--json", env=env))
+    assert (report["format"], report["benchmark"]) == ("docmem-benchmarks/1", "transfer")
+    assert report["context"]["s3"].startswith("skipped: no S3 endpoint")
+    [result] = report["results"]
+    assert result["name"] == "migrate, file:// -> file://"
+    assert result["checked"], result  # every migration verified all its documents
+    assert result["subject_seconds"] > 0
+    assert result["baseline_seconds"] > 0
+    assert math.isclose(result["ratio"], result["subject_seconds"] / result["baseline_seconds"])
+    assert (result["target"], result["passed"]) == (None, None)  # reported, no target
+    assert "fencing" in result["notes"][0]
     assert report["errors"] == []

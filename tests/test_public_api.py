@@ -85,10 +85,13 @@ LAYERS = {
     "errors": 0,  # the one exception tree, under every layer
     "_threads": 0,  # async twins' worker threads, asyncio imported only when awaited
     "telemetry": 0,  # content-free spans and metrics, for every layer (a no-op without the API)
+    "progress": 0,  # what operator walks (fence, export, import) report, counts only
+    "_parallel": 0,  # bounded, ordered parallel walks over a store
     "backend": 1,
     "registry": 1,
     "options": 1,
     "backends": 1,
+    "encryption": 1,  # a Backend around a Backend: client-side encryption
     "keys": 2,
     "document": 2,
     "journal": 2,
@@ -97,6 +100,8 @@ LAYERS = {
     "provider": 2,
     "retry": 2,
     "secrets": 2,
+    "fencing": 2,  # migration fences: the store-level marker and each document's field
+    "transfer": 2,  # docmem-export/1: export, import, verify, fenced migration
     "tools": 3,
     "slot": 3,
     "injection": 3,

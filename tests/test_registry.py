@@ -432,6 +432,7 @@ def test_the_scheme_table_is_sorted_and_names_each_scheme_once() -> None:
     assert schemes == sorted(set(schemes))
     assert all(known.scheme == known.scheme.lower() for known in registry_module.SCHEMES)
     assert {known.scheme for known in registry_module.SCHEMES if known.builtin} == {
+        "encrypted",
         "file",
         "memory",
     }

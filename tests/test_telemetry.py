@@ -101,8 +101,10 @@ def test_a_save_is_a_span_with_a_child_per_store_request(otel: Collected, tmp_pa
         "docmem.entries": 1,
     }
     children = [s for s in otel.spans() if s.parent and s.parent.span_id == save.context.span_id]
-    assert [s.name for s in children] == ["docmem.store.read", "docmem.store.write"]
-    assert attrs(children[1]) == {"docmem.store.scheme": "file", "docmem.request": "write"}
+    # A create reads the store's fence marker before and after it (docmem.fencing).
+    names = ["docmem.store.read", "docmem.store.read", "docmem.store.write", "docmem.store.read"]
+    assert [s.name for s in children] == names
+    assert attrs(children[2]) == {"docmem.store.scheme": "file", "docmem.request": "write"}
     assert otel.total("docmem.operations", **{"docmem.operation": "save"}) == 1
     assert otel.total("docmem.operation.duration", **{"docmem.outcome": "committed"}) == 1
     store.close()

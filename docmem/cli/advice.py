@@ -63,4 +63,11 @@ def _by_code(error: DocmemError, *, key: str | None, mutation_id: str | None) ->
         return "look at the memory with `docmem show` before saving again"
     if code == "scope_fenced":
         return "retry once the migration has lifted the fence"
+    if code == "unknown_key":
+        return "put the key it names back into the store's keyring (docs/encryption.md)"
+    if code == "plaintext_document":
+        return (
+            "move a plaintext store with docmem export and docmem import, or add "
+            "allow_plaintext=true to the --store URL to encrypt it in place (docs/encryption.md)"
+        )
     return None

@@ -10,7 +10,10 @@ which needs the ``mcp`` extra, and any other command never imports it.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from .transfer_parser import TRANSFER_COMMANDS, add_transfer_commands
 
 __all__ = ["COMMANDS", "MissingExtra", "Parsers", "UsageError", "build_parser"]
 
@@ -24,6 +27,9 @@ COMMANDS = {
     "history": ".history:run",
     "probe": ".probe:run",
     "stats": ".stats:run",
+    "rekey": ".rekey_command:run",
+    "keyring": ".keyring_command:run",
+    **TRANSFER_COMMANDS,
     "mcp": ".mcp_command:run",
 }
 
@@ -189,8 +195,31 @@ def build_parser(*, mcp: bool = False) -> Parsers:
     stats.add_argument(
         "--workers", type=_positive, default=8, help="documents read at once (default: 8)"
     )
+    _add_encryption(add, [flags["store"], flags["output"]], [flags["output"]])
+    add_transfer_commands(add, flags["store"], flags["output"], _positive)
     _add_mcp(sub, commands, flags["store"], real=mcp)
     return Parsers(top, commands)
+
+
+def _add_encryption(
+    add: Callable[[str, str, list[argparse.ArgumentParser]], argparse.ArgumentParser],
+    store: list[argparse.ArgumentParser],
+    output: list[argparse.ArgumentParser],
+) -> None:
+    """``rekey`` and ``keyring`` (client-side encryption; docmem/cli/rekey_command.py)."""
+    rekey = add(
+        "rekey", "re-encrypt every document of an encrypted store to its primary key", store
+    )
+    rekey.add_argument(
+        "--workers", type=_positive, default=8, help="documents re-encrypted at once (default: 8)"
+    )
+    keyring = add("keyring", "add, list or remove the keys of a local keyring file", output)
+    keyring.add_argument("action", choices=("add", "primary", "remove", "list"))
+    keyring.add_argument(
+        "file", metavar="FILE", help="the keyring file (created by add, mode 0600)"
+    )
+    keyring.add_argument("key_id", metavar="ID", nargs="?", help="the key id (not for list)")
+    keyring.add_argument("--primary", action="store_true", help="add: make the new key primary")
 
 
 def _add_mcp(

@@ -392,6 +392,21 @@ class BackendTests:
         backend.delete("a")
         assert sorted(backend.keys()) == sorted(written - {"a"})
 
+    def test_listed_versions_are_the_versions_reads_return(self, backend: Backend) -> None:
+        listing = backend.listed_versions()
+        if listing is None:
+            pytest.skip(f"capability: {type(backend).__name__} lists no versions")
+        assert list(listing) == []
+        written = {key: backend.write(key, key.encode(), expected=None) for key in ("a", "b-1")}
+        written["a"] = backend.write("a", b"changed", expected=written["a"])
+        listed = backend.listed_versions()
+        assert listed is not None
+        assert dict(listed) == written
+        for key, version in written.items():
+            assert backend.read(key) == Stored(
+                data=b"changed" if key == "a" else b"b-1", version=version
+            )
+
     def test_purge_history_is_harmless(self, backend: Backend) -> None:
         first = backend.write("k", b"one", expected=None)
         second = backend.write("k", b"two", expected=first)

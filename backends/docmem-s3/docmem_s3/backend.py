@@ -359,6 +359,19 @@ class S3Backend(Backend):
             reader.delete_object(Bucket=self.bucket, Key=object_key)
 
     def keys(self) -> Iterator[str]:
+        for key, _ in self._listed():
+            yield key
+
+    def listed_versions(self) -> Iterator[tuple[str, str]]:
+        """Every key with its ETag from the listing (1,000 per request), as a read answers it."""
+        for key, item in self._listed():
+            etag = item.get("ETag")
+            if not usable_etag(etag):
+                raise ProtocolViolation("the s3 list answer names an object without a usable ETag")
+            yield key, str(etag)
+
+    def _listed(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Each document's key with its listing entry."""
         prefix = f"{self.prefix}/" if self.prefix else ""
         for page in self._pages(prefix):
             for item in page.get("Contents", ()):
@@ -369,7 +382,7 @@ class S3Backend(Backend):
                     continue  # not asked for: never taken for a document of this store
                 name = name[len(prefix) :]
                 if "/" not in name and name.endswith(_SUFFIX):
-                    yield name[: -len(_SUFFIX)]
+                    yield name[: -len(_SUFFIX)], item
 
     def _pages(self, prefix: str) -> Iterator[dict[str, Any]]:
         """The listing's pages, each fetch's failure a docmem error (the consumer's are not)."""

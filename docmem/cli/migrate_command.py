@@ -1,0 +1,142 @@
+"""``docmem migrate SRC DST [--id ID] [--rollback]``: a fenced, verified move between stores.
+
+The steps (:func:`docmem.transfer.migrate`) print as they finish; each is
+resumable, so after a Ctrl-C or a failure the same command with the same
+``--id`` goes on from where it stopped. Without ``--id`` a new one is made
+and printed first. The preflight probe is ``docmem probe``'s: docmem-s3's
+own checks on ``s3://``, the backend contract's elsewhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+import uuid
+
+from docmem.backend import Backend
+from docmem.errors import StoreUnavailable
+from docmem.registry import open_store
+from docmem.transfer import migrate, rollback
+
+from .bars import Bars, human_bytes
+from .parser import UsageError
+from .probe import contract_checks
+from .report import Reporter, counted
+
+__all__ = ["probe_destination", "run"]
+
+#: Concurrent writers in the preflight probe's race.
+_PROBE_WRITERS = 4
+
+
+def probe_destination(store: Backend) -> None:
+    """Raise unless ``store`` passes its probe (``docmem probe``'s checks)."""
+    if type(store).__module__.partition(".")[0] == "docmem_s3":
+        from docmem_s3 import S3Backend, probe
+
+        assert isinstance(store, S3Backend)
+        probe(store, writers=_PROBE_WRITERS)  # ConditionsNotHonoured, naming each failed check
+        return
+    failed = [name for name, passed in contract_checks(store, _PROBE_WRITERS) if not passed]
+    if failed:
+        raise StoreUnavailable(
+            "the destination does not honour conditional writes as docmem needs them; "
+            f"failed: {'; '.join(failed)}"
+        )
+
+
+def _new_id() -> str:
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"mig-{stamp}-{uuid.uuid4().hex[:8]}"
+
+
+def run(arguments: argparse.Namespace, report: Reporter) -> int:
+    """Migrate SRC into DST, or with ``--rollback`` lift the fence on SRC."""
+    if arguments.rollback and arguments.id is None:
+        raise UsageError("--rollback needs the --id of the migration to roll back")
+    fence_id: str = arguments.id or _new_id()
+    report.note(fence_id=fence_id, rollback=arguments.rollback)
+    if arguments.id is None:
+        report.say(f"migration id {fence_id} (run again with --id {fence_id} to resume)")
+    source, destination = open_store(arguments.source), open_store(arguments.destination)
+    with source, destination:
+        try:
+            if arguments.rollback:
+                return _rollback(source, destination, fence_id, arguments, report)
+            return _migrate(source, destination, fence_id, arguments, report)
+        except KeyboardInterrupt:
+            print(
+                f"the migration stopped part-way: run it again with --id {fence_id} to go on",
+                file=sys.stderr,
+            )
+            raise
+
+
+def _migrate(
+    source: Backend,
+    destination: Backend,
+    fence_id: str,
+    arguments: argparse.Namespace,
+    report: Reporter,
+) -> int:
+    result = migrate(
+        source,
+        destination,
+        fence_id,
+        probe=probe_destination,
+        workers=arguments.workers,
+        progress=Bars(report),
+        export_to=arguments.keep_export,
+        read_back=arguments.read_back,
+    )
+    text = (
+        f"done: {counted(result.verified.store_documents, 'document')} "
+        f"({human_bytes(result.exported.bytes)}) moved and verified.\n"
+        f"Change the store URL to {result.destination} (the DST you gave, with its options).\n"
+        f"The source stays fenced and readable; to go back: "
+        f"docmem migrate SRC DST --rollback --id {fence_id}"
+    )
+    return report.done(
+        text,
+        source=result.source,
+        destination=result.destination,
+        new_store=result.destination,
+        resumed=result.resumed,
+        rounds=result.rounds,
+        documents=result.verified.store_documents,
+        bytes=result.exported.bytes,
+        created=result.imported.created,
+        skipped=result.imported.skipped,
+        logical_digest=result.exported.logical_digest,
+        verified_by=result.verified.method,
+    )
+
+
+def _rollback(
+    source: Backend,
+    destination: Backend,
+    fence_id: str,
+    arguments: argparse.Namespace,
+    report: Reporter,
+) -> int:
+    result = rollback(
+        source, destination, fence_id, workers=arguments.workers, progress=Bars(report)
+    )
+    lifted = result.unfenced
+    if lifted.changed or lifted.marker_changed:
+        text = (
+            f"rolled back {fence_id}: the source takes saves again "
+            f"({counted(lifted.changed, 'document')} unfenced); the destination's "
+            f"{counted(result.copies, 'copy')} are left as they are"
+        )
+    else:
+        text = f"nothing to roll back: the source carries no fence {fence_id}"
+    return report.done(
+        text,
+        source=source.url,
+        destination=destination.url,
+        documents=result.documents,
+        copies=result.copies,
+        unfenced=lifted.changed,
+    )

@@ -1,0 +1,96 @@
+"""The whole conformance suite on the encrypting wrapper, over memory:// and file://.
+
+The wrapper is a store like any other: everything docs/design.md, section 4
+promises holds through it. ``raw`` stands for another writer with the same
+keyring, around the store under test: it seals with the wrapper and writes
+through the wrapped store's own raw access (test_conformance.py), so what it
+puts is an envelope, as any docmem writer's would be.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from test_conformance import LocalRaw, MemoryRaw
+
+from docmem.backend import Backend
+from docmem.backends.inmemory import MemoryBackend
+from docmem.backends.local import LocalBackend
+from docmem.encryption import EncryptedStore, Keyring, LocalKey, encrypted
+from docmem.encryption.keyfile import render_keyring
+from docmem.registry import open_store
+from docmem.testing import BackendFactory, BackendTests, RawAccess
+
+
+class EncryptedRaw:
+    """Raw access to the wrapped store, with envelopes sealed and opened by the wrapper."""
+
+    def __init__(self, store: EncryptedStore, inner: RawAccess) -> None:
+        self._store = store
+        self._inner = inner
+
+    def get(self, key: str) -> bytes | None:
+        data = self._inner.get(key)
+        return None if data is None else self._store.decrypt(key, data)
+
+    def put(self, key: str, data: bytes) -> None:
+        self._inner.put(key, self._store.encrypt(key, data))
+
+
+class TestEncryptedMemoryBackend(BackendTests):
+    """Built in code: ``encrypted(store, Keyring([...]))`` over memory://."""
+
+    @pytest.fixture
+    def make_backend(self) -> BackendFactory:
+        keyring = Keyring([LocalKey.generate("conformance-2"), LocalKey.generate("conformance-1")])
+        return lambda: encrypted(MemoryBackend(), keyring)
+
+    @pytest.fixture
+    def raw(self, backend: Backend) -> RawAccess:
+        assert isinstance(backend, EncryptedStore)
+        assert isinstance(backend.store, MemoryBackend)
+        return EncryptedRaw(backend, MemoryRaw(backend.store))
+
+    @pytest.fixture
+    def unavailable_backend(self) -> Backend:
+        store = MemoryBackend()
+        store.close()
+        return encrypted(store, Keyring([LocalKey.generate("k1")]))
+
+
+class TestEncryptedLocalBackend(BackendTests):
+    """Opened from its URL, ``encrypted+file://...?keyring=file:...``, over file://."""
+
+    shared_between_processes: ClassVar[bool | None] = True
+
+    @pytest.fixture
+    def keyring_file(self, tmp_path: Path) -> Path:
+        path = tmp_path / "keyring.json"
+        path.write_text(render_keyring({"file-1": os.urandom(32)}, "file-1"))
+        return path
+
+    @pytest.fixture
+    def make_backend(self, tmp_path: Path, keyring_file: Path) -> BackendFactory:
+        counter = itertools.count()
+
+        def make() -> Backend:
+            root = tmp_path / f"store-{next(counter)}"
+            return open_store(f"encrypted+file://{root}?create=true&keyring=file:{keyring_file}")
+
+        return make
+
+    @pytest.fixture
+    def raw(self, backend: Backend) -> RawAccess:
+        assert isinstance(backend, EncryptedStore)
+        assert isinstance(backend.store, LocalBackend)
+        return EncryptedRaw(backend, LocalRaw(backend.store))
+
+    @pytest.fixture
+    def unavailable_backend(self, tmp_path: Path, keyring_file: Path) -> Backend:
+        root = tmp_path / "a-regular-file"
+        root.write_bytes(b"not a directory")
+        return open_store(f"encrypted+file://{root}?keyring=file:{keyring_file}")

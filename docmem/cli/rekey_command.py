@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import argparse
 import collections
-import concurrent.futures
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from docmem._parallel import ordered
 from docmem.errors import DocmemError, StoreNotConfigured
 
 from .report import Reporter, counted
@@ -109,22 +109,7 @@ def _rekey_all(
             return error
         return outcome
 
-    window = workers * 4
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        pending: collections.deque[tuple[str, concurrent.futures.Future[str | DocmemError]]]
-        pending = collections.deque()
-        try:
-            for key in keys:
-                pending.append((key, pool.submit(rekey, key)))
-                if len(pending) >= window:
-                    done_key, future = pending.popleft()
-                    yield done_key, future.result()
-            while pending:
-                done_key, future = pending.popleft()
-                yield done_key, future.result()
-        finally:
-            for _, future in pending:
-                future.cancel()
+    return ordered(lambda key: (key, rekey(key)), keys, workers)
 
 
 def _human(tally: Tally, primary: str) -> str:

@@ -10,13 +10,12 @@ pipe or with ``--quiet`` there is none.
 from __future__ import annotations
 
 import argparse
-import collections
-import concurrent.futures
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from docmem._parallel import ordered
 from docmem.backend import Backend, Stored
 from docmem.document import parse
 from docmem.errors import DocumentCorrupt
@@ -135,22 +134,7 @@ def _bar(report: Reporter, *, total: int | None, unit: str, desc: str) -> _Bar:
 
 def _read_all(store: Backend, keys: list[str], workers: int) -> Iterator[tuple[str, Stored | None]]:
     """Each key with its document, in order, at most ``workers * 4`` reads in flight."""
-    window = workers * 4
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        pending: collections.deque[tuple[str, concurrent.futures.Future[Stored | None]]]
-        pending = collections.deque()
-        try:
-            for key in keys:
-                pending.append((key, pool.submit(store.read, key)))
-                if len(pending) >= window:
-                    done_key, future = pending.popleft()
-                    yield done_key, future.result()
-            while pending:
-                done_key, future = pending.popleft()
-                yield done_key, future.result()
-        finally:
-            for _, future in pending:
-                future.cancel()
+    return ordered(lambda key: (key, store.read(key)), keys, workers)
 
 
 def _human(tally: Tally) -> str:

@@ -16,10 +16,13 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
+
+if TYPE_CHECKING:
+    from docmem_s3 import S3Backend
 
 SERVERS = {"localstack": "LOCALSTACK_ENDPOINT", "seaweedfs": "SEAWEEDFS_ENDPOINT"}
 REGION = "us-east-1"
@@ -55,3 +58,33 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+class S3Raw:
+    """Objects read and written with a plain boto3 client, around the store under test."""
+
+    def __init__(self, store: S3Backend, endpoint: str) -> None:
+        self._store = store
+        self._client = raw_client(endpoint)
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            response = self._client.get_object(
+                Bucket=self._store.bucket, Key=self._store.object_key(key)
+            )
+        except self._client.exceptions.NoSuchKey:
+            return None
+        return bytes(response["Body"].read())
+
+    def put(self, key: str, data: bytes) -> None:
+        self._client.put_object(
+            Bucket=self._store.bucket, Key=self._store.object_key(key), Body=data
+        )
+
+    def everything(self) -> bytes:
+        """Every object under the store's prefix, concatenated."""
+        listed = self._client.list_objects_v2(Bucket=self._store.bucket, Prefix=self._store.prefix)
+        return b"".join(
+            self._client.get_object(Bucket=self._store.bucket, Key=item["Key"])["Body"].read()
+            for item in listed.get("Contents", ())
+        )

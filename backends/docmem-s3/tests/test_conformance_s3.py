@@ -6,35 +6,13 @@ import uuid
 from typing import Any
 
 import pytest
-from s3_servers import endpoint_of, free_port, raw_client, store_url
+from s3_servers import S3Raw, endpoint_of, free_port, store_url
 
 import docmem
 from docmem.testing import BackendFactory, BackendTests, RawAccess
 from docmem_s3 import S3Backend
 
 pytestmark = pytest.mark.integration
-
-
-class S3Raw:
-    """Reads and writes objects with a plain boto3 client, around the store under test."""
-
-    def __init__(self, store: S3Backend, endpoint: str) -> None:
-        self._store = store
-        self._client = raw_client(endpoint)
-
-    def get(self, key: str) -> bytes | None:
-        try:
-            response = self._client.get_object(
-                Bucket=self._store.bucket, Key=self._store.object_key(key)
-            )
-        except self._client.exceptions.NoSuchKey:
-            return None
-        return bytes(response["Body"].read())
-
-    def put(self, key: str, data: bytes) -> None:
-        self._client.put_object(
-            Bucket=self._store.bucket, Key=self._store.object_key(key), Body=data
-        )
 
 
 class _S3Tests(BackendTests):

@@ -17,7 +17,7 @@ from urllib.parse import quote
 import boto3
 import pytest
 from hypothesis import HealthCheck, settings
-from s3_servers import REGION, endpoint_of, free_port, raw_client, store_url
+from s3_servers import REGION, S3Raw, endpoint_of, free_port, store_url
 
 import docmem
 from docmem.encryption import EncryptedStore, Keyring, KmsClient, KmsKey, encrypted
@@ -55,36 +55,6 @@ def encrypted_url(endpoint: str, keyring: str, *, kms: str | None = None, prefix
         f"encrypted+{url}&keyring={quote(keyring, safe='')}"
         f"&kms_endpoint_url={quote(kms or endpoint, safe='')}&kms_region={REGION}"
     )
-
-
-class S3Raw:
-    """Objects read and written with a plain boto3 client, around the store under test."""
-
-    def __init__(self, store: S3Backend, endpoint: str) -> None:
-        self._store = store
-        self._client = raw_client(endpoint)
-
-    def get(self, key: str) -> bytes | None:
-        try:
-            response = self._client.get_object(
-                Bucket=self._store.bucket, Key=self._store.object_key(key)
-            )
-        except self._client.exceptions.NoSuchKey:
-            return None
-        return bytes(response["Body"].read())
-
-    def put(self, key: str, data: bytes) -> None:
-        self._client.put_object(
-            Bucket=self._store.bucket, Key=self._store.object_key(key), Body=data
-        )
-
-    def everything(self) -> bytes:
-        """Every object under the store's prefix, concatenated."""
-        listed = self._client.list_objects_v2(Bucket=self._store.bucket, Prefix=self._store.prefix)
-        return b"".join(
-            self._client.get_object(Bucket=self._store.bucket, Key=item["Key"])["Body"].read()
-            for item in listed.get("Contents", ())
-        )
 
 
 class EncryptedRaw:

@@ -181,3 +181,18 @@ def test_transfer_benchmark_quick_run_without_s3_reports_the_file_row() -> None:
     assert (result["target"], result["passed"]) == (None, None)  # reported, no target
     assert "fencing" in result["notes"][0]
     assert report["errors"] == []
+
+
+def test_hot_scope_benchmark_quick_run_checks_every_entry_and_counts_lost_races() -> None:
+    env = {name: value for name, value in os.environ.items() if name != "LOCALSTACK_ENDPOINT"}
+    report = json.loads(run("hot_scope.py", "--quick", "--json", env=env))
+    assert report["benchmark"] == "hot_scope"
+    [result] = report["results"]  # no endpoint: the file:// row alone
+    assert result["name"].startswith("file://, 4 threads x 10 saves")
+    assert result["baseline"] == "group_commit=False"
+    assert result["target"] == 0.3
+    assert result["checked"], result["notes"]  # every entry present, few lost races
+    grouped, alone = result["notes"][:2]
+    assert grouped.startswith("group commit: all 40 entries present in 2 of 2 runs")
+    assert alone.startswith("one write per save: all 40 entries present in 2 of 2 runs")
+    assert re.search(r"per save 0\.\d\d writes", grouped), "group commit shared no write"

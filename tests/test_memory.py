@@ -14,6 +14,7 @@ import docmem
 from docmem import journal
 from docmem.backend import LruCache
 from docmem.backends.inmemory import MemoryBackend
+from docmem.commit import KeyIO
 from docmem.document import (
     MAX_DOCUMENT_BYTES,
     MAX_ENTRY_BYTES,
@@ -1264,7 +1265,7 @@ def test_an_unchanged_document_is_parsed_once(
         parsed.append(data)
         return parse(data)
 
-    monkeypatch.setattr("docmem.memory.parse", counting_parse)
+    monkeypatch.setattr("docmem.commit.parse", counting_parse)
     for _ in range(3):
         mem.recall()
     assert parsed == []  # the save's own write was remembered
@@ -1279,12 +1280,13 @@ def test_the_parse_cache_is_a_bounded_lru_cache_that_forgets_nothing_corrupt(
 ) -> None:
     cache = mem._memory._parsed
     assert isinstance(cache, LruCache)
+    io = KeyIO(mem._memory.store, mem.scope.storage_key, cache)
     corrupt = b"not a document\n"
     with pytest.raises(docmem.DocumentCorrupt):
-        mem._memory._parse(corrupt)
+        io.parse(corrupt)
     assert cache.get(corrupt) is None
     for n in range(70):
-        mem._memory._parse(serialize(MemoryDocument({}, revision=n)))
+        io.parse(serialize(MemoryDocument({}, revision=n)))
     assert cache.get(serialize(MemoryDocument({}, revision=0))) is None
     assert cache.get(serialize(MemoryDocument({}, revision=69))) is not None
 

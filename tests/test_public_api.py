@@ -97,6 +97,8 @@ LAYERS = {
     "journal": 2,
     "mutation": 2,
     "memory": 2,
+    "commit": 2,  # the conflict loop over a batch of mutations of one key
+    "grouping": 0,  # group commit's queue: threads only, no I/O
     "provider": 2,
     "retry": 2,
     "secrets": 2,

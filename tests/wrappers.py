@@ -8,6 +8,7 @@ refused, so the provider's reconciliation can be tested deterministically.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -29,9 +30,11 @@ class ScriptedBackend(Backend):
 
     After a scripted unknown outcome, ``interloper`` (when set) also runs once
     just before the next read: another writer getting in while we reconcile.
+    :meth:`hold_next_write` parks the next write until released, so a test can
+    queue other mutations behind it.
     """
 
-    def __init__(self, inner: MemoryBackend | None = None) -> None:
+    def __init__(self, inner: Backend | None = None) -> None:
         self.inner = inner or MemoryBackend()
         self.script: list[str] = []
         self.writes: list[tuple[str, bytes, str | None]] = []
@@ -39,6 +42,14 @@ class ScriptedBackend(Backend):
         self.interloper: Callable[[], None] | None = None
         self._delayed: tuple[str, bytes, str | None] | None = None
         self._interlope_before_read = False
+        self._gate: threading.Event | None = None
+        self.held = threading.Event()
+
+    def hold_next_write(self) -> threading.Event:
+        """Park the next write (``held`` is set once it waits) until the returned event is set."""
+        self._gate = threading.Event()
+        self.held.clear()
+        return self._gate
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> ScriptedBackend:
@@ -60,6 +71,10 @@ class ScriptedBackend(Backend):
         return self.inner.read(key)
 
     def write(self, key: str, data: bytes, *, expected: str | None) -> str:
+        gate, self._gate = self._gate, None
+        if gate is not None:
+            self.held.set()
+            assert gate.wait(30), "a held write was never released"
         mode = self.script.pop(0) if self.script else "ok"
         self.writes.append((key, data, expected))
         if mode == "conflict":

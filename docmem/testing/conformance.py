@@ -132,6 +132,48 @@ def _save_worker(
         results.put(("error", f"{type(exc).__name__}: {exc}"))
 
 
+#: One answer of a group-commit race: (text, status, index, revision, mutation id).
+_Answer = tuple[str, str, int, int, str]
+
+
+def _save_in_threads(
+    memories: Sequence[FileMemory], scope: tuple[str, ...], texts: list[list[str]], timeout: float
+) -> list[_Answer]:
+    """Each list of ``texts`` saved by its own thread, thread ``i`` through ``memories[i % n]``."""
+    locked = lock_scope(namespace="docmem-conformance", scope=scope)
+    bound = [memory.bind(locked, slot="user") for memory in memories]
+
+    def save_all(worker: int) -> list[_Answer]:
+        mem = bound[worker % len(bound)]
+        answers: list[_Answer] = []
+        for text in texts[worker]:
+            mutation_id = uuid.uuid4().hex
+            result = mem.save(text, mutation_id=mutation_id)
+            answers.append((text, result.status, result.index, result.revision, mutation_id))
+        return answers
+
+    per_thread = _run_in_threads(save_all, len(texts), timeout)
+    return [answer for answers in per_thread for answer in answers]
+
+
+def _group_save_worker(
+    pickled: bytes,
+    scope: tuple[str, ...],
+    texts: list[list[str]],
+    barrier: Barrier,
+    results: Queue[Any],
+) -> None:
+    try:
+        backend = pickle.loads(pickled)
+        try:
+            barrier.wait(timeout=120)
+            results.put(("ok", _save_in_threads([FileMemory(backend)], scope, texts, 120)))
+        finally:
+            backend.close()
+    except BaseException as exc:
+        results.put(("error", f"{type(exc).__name__}: {exc}"))
+
+
 def _run_in_processes(
     target: Callable[..., None], per_process: Sequence[tuple[Any, ...]], timeout: float
 ) -> list[Any]:
@@ -713,6 +755,63 @@ class BackendTests:
             self.race_timeout,
         )
         self._check_saves(backend, scope, results)
+
+    def _group_texts(self, workers: int) -> list[list[str]]:
+        """Each worker's own notes, then three every worker saves (duplicates across batches)."""
+        saves = self.memory_race_saves
+        own = _race_texts(workers, saves)
+        shared = [f"Shared race note {n}." for n in range(3)]
+        return [own[worker * saves : (worker + 1) * saves] + shared for worker in range(workers)]
+
+    def _check_answers(
+        self, backend: Backend, scope: tuple[str, ...], answers: list[_Answer]
+    ) -> None:
+        """Every member's answer is what the stored document and its journal say."""
+        memory = FileMemory(backend)
+        bound = memory.bind(lock_scope(namespace="docmem-conformance", scope=scope), slot="user")
+        document = bound.read()
+        assert document is not None
+        saved = [answer for answer in answers if answer[1] == "saved"]
+        assert all(answer[1] in ("saved", "duplicate") for answer in answers)
+        assert sorted(text for text, *_ in saved) == sorted(set(document.entries.values())), (
+            "each text saved exactly once"
+        )
+        assert sorted(document.entries.values()) == sorted({text for text, *_ in answers})
+        for text, status, index, _, _ in answers:
+            assert document.entries[index] == text, f"a {status} answer names another entry"
+        revisions = sorted(revision for *_, revision, _ in saved)
+        assert revisions == list(range(1, len(saved) + 1)), "one revision per committed save"
+        assert document.revision == len(saved)
+        for _, _, index, revision, mutation_id in saved:
+            if revision > document.revision - len(document.journal):
+                record = bound.inspect(mutation_id)
+                assert record is not None, "a recent committed save is missing from the journal"
+                assert (record.index, record.revision) == (index, revision)
+
+    def test_group_commit_thread_race_answers_every_member_truthfully(
+        self, backend: Backend
+    ) -> None:
+        """Threads of two providers (two lines, racing each other by compare-and-swap)."""
+        scope = ("user", "group-commit-race")
+        memories = [FileMemory(backend), FileMemory(backend)]
+        texts = self._group_texts(self.race_threads)
+        answers = _save_in_threads(memories, scope, texts, self.race_timeout)
+        self._check_answers(backend, scope, answers)
+
+    def test_group_commit_process_race_answers_every_member_truthfully(
+        self, backend: Backend
+    ) -> None:
+        """Two threads in each of several processes: batches within, compare-and-swap across."""
+        self._require_shared(backend)
+        scope = ("user", "group-commit-process-race")
+        texts = self._group_texts(self.race_processes * 2)
+        pickled = pickle.dumps(backend)
+        per_process = [
+            (pickled, scope, texts[2 * process : 2 * process + 2])
+            for process in range(self.race_processes)
+        ]
+        results = _run_in_processes(_group_save_worker, per_process, self.race_timeout)
+        self._check_answers(backend, scope, [answer for answers in results for answer in answers])
 
     # -- model-based ------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ FOUND    := $(patsubst %/pyproject.toml,%,$(wildcard backends/*/pyproject.toml))
 BACKENDS := $(filter backends/docmem-s3,$(FOUND)) $(filter-out backends/docmem-s3,$(FOUND))
 PACKAGES := docmem $(foreach b,$(BACKENDS),$(wildcard $(b)/docmem_*))
 
-.PHONY: demo test lint typecheck pytest bench install clean
+.PHONY: demo test lint typecheck pytest bench bench-peers install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -66,6 +66,19 @@ bench: $(VENV)/.dev
 	$(BIN)/python benchmarks/startup.py
 	scripts/with-test-servers sh -c '$(BIN)/python benchmarks/s3.py && $(BIN)/python benchmarks/fsspec_store.py && $(BIN)/python benchmarks/adapters.py && $(BIN)/python benchmarks/encryption.py && $(BIN)/python benchmarks/transfer.py'
 
+## make bench-peers: docmem beside LangGraph, Pydantic AI Harness and Anthropic's memory
+## tool, in their own venv (PEERS_ARGS=--quick for a smoke run; not part of make test)
+PEERS_VENV ?= .venv-peers
+
+$(PEERS_VENV)/.installed: benchmarks/peers-requirements.txt pyproject.toml backends/docmem-s3/pyproject.toml
+	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		-r benchmarks/peers-requirements.txt -e . -e ./backends/docmem-s3
+	touch $@
+
+bench-peers: $(PEERS_VENV)/.installed
+	scripts/with-test-servers $(PEERS_VENV)/bin/python benchmarks/peers.py $(PEERS_ARGS)
+
 clean:
-	rm -rf $(VENV) .docmem .pytest_cache .mypy_cache .ruff_cache .hypothesis \
+	rm -rf $(VENV) $(PEERS_VENV) .docmem .pytest_cache .mypy_cache .ruff_cache .hypothesis \
 		localstack/.venv scripts/.venv

@@ -64,7 +64,7 @@ bench: $(VENV)/.dev
 	$(BIN)/python benchmarks/local.py
 	$(BIN)/python benchmarks/telemetry.py
 	$(BIN)/python benchmarks/startup.py
-	scripts/with-test-servers sh -c '$(BIN)/python benchmarks/s3.py && $(BIN)/python benchmarks/fsspec_store.py && $(BIN)/python benchmarks/adapters.py && $(BIN)/python benchmarks/encryption.py && $(BIN)/python benchmarks/transfer.py'
+	scripts/with-test-servers sh -c '$(BIN)/python benchmarks/s3.py && $(BIN)/python benchmarks/hot_scope.py && $(BIN)/python benchmarks/fsspec_store.py && $(BIN)/python benchmarks/adapters.py && $(BIN)/python benchmarks/encryption.py && $(BIN)/python benchmarks/transfer.py'
 
 ## make bench-peers: docmem beside LangGraph, Pydantic AI Harness and Anthropic's memory
 ## tool, in their own venv (PEERS_ARGS=--quick for a smoke run; not part of make test)

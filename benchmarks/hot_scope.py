@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.arguments import add_contention_arguments, add_output_arguments, override
-from harness.contention import BUSY_RETRIES, Tally, entry_text, present, run_threads
+from harness.contention import Tally, contended_saves
 from harness.report import (
     Result,
     describe,
@@ -44,6 +44,7 @@ from harness.report import (
     verdict,
     versions,
 )
+from harness.s3 import Prefixes, Requests, S3Endpoint, check_bucket
 from harness.timing import interleave, log, settle
 
 import docmem
@@ -128,33 +129,16 @@ class Side:
         """One timed run on a fresh scope: the wall seconds of every thread's saves."""
         self.runs += 1
         scope = docmem.lock_scope(namespace=NAMESPACE, scope=f"{self.name}-{self.runs}")
-        bound = self.memory.bind(scope, slot="user")
-        tally = self.tally
-
-        def work(writer: int) -> None:
-            for index in range(settings.writer_saves):
-                mutation_id = f"{self.runs}-{writer}-{index}"
-                for _ in range(BUSY_RETRIES + 1):
-                    try:
-                        bound.save(entry_text(writer, index), mutation_id=mutation_id)
-                        break
-                    except docmem.StoreBusy:
-                        with tally.lock:
-                            tally.busy += 1
-                    except docmem.DocmemError as exc:
-                        tally.error(f"{type(exc).__name__}: {exc}")
-                        break
-
         self.store.reset()
-        elapsed = run_threads(settings.writers, work)
+        # Every thread saves through the one provider: one line per key, shared.
+        memories = [self.memory] * settings.writers
+        elapsed, found = contended_saves(
+            memories, scope, self.runs, settings.writer_saves, Requests(), self.tally
+        )
         self.saves += settings.writers * settings.writer_saves
         self.writes += self.store.writes
         self.conflicts += self.store.conflicts
-        document = bound.read()
-        texts = set(document.entries.values()) if document is not None else set()
         expected = settings.writers * settings.writer_saves
-        found = present(texts, settings.writers, settings.writer_saves)
-        tally.finish_run(found, expected)
         log(f"  {self.name} run {self.runs}: {elapsed:.2f} s, {found}/{expected} present")
         return elapsed
 
@@ -249,8 +233,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         log(f"file:// under {root}")
         results.append(bench_hot_scope("file://", file_store, settings))
     if endpoint:
-        from harness.s3 import Prefixes, S3Endpoint, check_bucket
-
         s3 = S3Endpoint(endpoint, bucket, region)
         check_bucket(s3, "benchmarks/hot_scope.py")
         prefixes = Prefixes(s3)

@@ -173,8 +173,9 @@ class Work(Generic[_R]):
 def commit_batch(members: list[Member[Any]], io: KeyIO, policy: RetryPolicy) -> list[Member[Any]]:
     """Run ``members`` (each carrying a :class:`Work`) until each is finished or spilled.
 
-    The first member's observation reports the store requests: its thread
-    runs the batch. Returns the spilled members, in order.
+    The first member's observation reports the store requests (its thread
+    runs the batch); every member's says how many shared it
+    (``docmem.batch.size``). Returns the spilled members, in order.
     """
     return _Batch(members, io, policy).run()
 
@@ -201,6 +202,8 @@ class _Batch:
         # A lone mutation's back-off waits on its own cancel; a batch outlives any one cancel.
         alone = _work(members[0]).cancel if len(members) == 1 else None
         self.attempts = policy.attempts(cancel=alone)
+        for member in members:
+            _work(member).observation.set("docmem.batch.size", len(members))
 
     def run(self) -> list[Member[Any]]:
         try:

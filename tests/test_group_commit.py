@@ -82,7 +82,7 @@ def _wait_until(condition: Callable[[], bool]) -> None:
         time.sleep(0.001)
 
 
-def _save(rig: Rig, text: str, mutation_id: str) -> Callable[[], docmem.SaveResult]:
+def save_call(rig: Rig, text: str, mutation_id: str) -> Callable[[], docmem.SaveResult]:
     return lambda: rig.mem.save(text, mutation_id=mutation_id)
 
 
@@ -97,7 +97,9 @@ def _error(future: Future[Any]) -> docmem.DocmemError:
 
 def test_saves_queued_behind_a_write_share_the_next_one(rig: Rig) -> None:
     texts = [f"queued note {n}" for n in range(6)]
-    futures = rig.behind_a_held_write([_save(rig, text, f"q{n}") for n, text in enumerate(texts)])
+    futures = rig.behind_a_held_write(
+        [save_call(rig, text, f"q{n}") for n, text in enumerate(texts)]
+    )
     results = [future.result() for future in futures[1:]]
     assert futures[0].result() == docmem.SaveResult("saved", 0, 1)
     # Arrival order: each member decided on the document the ones before it left.
@@ -114,7 +116,7 @@ def test_saves_queued_behind_a_write_share_the_next_one(rig: Rig) -> None:
 
 def test_a_batch_holds_at_most_max_batch_mutations(rig: Rig) -> None:
     count = MAX_BATCH + 4
-    futures = rig.behind_a_held_write([_save(rig, f"note {n}", f"q{n}") for n in range(count)])
+    futures = rig.behind_a_held_write([save_call(rig, f"note {n}", f"q{n}") for n in range(count)])
     assert [future.result().status for future in futures] == ["saved"] * (count + 1)
     assert len(rig.backend.writes) == 3  # the parked one, 16, then 4
     assert rig.document().revision == count + 1
@@ -126,10 +128,10 @@ def test_a_refused_member_fails_alone_and_the_rest_commit(scope: docmem.LockedSc
     rig.memory.max_characters = 300  # room for three short notes, not for 200 more characters
     futures = rig.behind_a_held_write(
         [
-            _save(rig, "short one", "a"),
-            _save(rig, "x" * 200, "too-long"),
+            save_call(rig, "short one", "a"),
+            save_call(rig, "x" * 200, "too-long"),
             lambda: rig.mem.remove(99, mutation_id="absent"),
-            _save(rig, "short two", "b"),
+            save_call(rig, "short two", "b"),
         ]
     )
     refused = _error(futures[2])
@@ -144,7 +146,9 @@ def test_a_refused_member_fails_alone_and_the_rest_commit(scope: docmem.LockedSc
 
 
 def test_a_duplicate_in_the_same_batch_is_a_noop(rig: Rig) -> None:
-    futures = rig.behind_a_held_write([_save(rig, "same text", "a"), _save(rig, "same text", "b")])
+    futures = rig.behind_a_held_write(
+        [save_call(rig, "same text", "a"), save_call(rig, "same text", "b")]
+    )
     first, second = futures[1].result(), futures[2].result()
     assert first == docmem.SaveResult("saved", 1, 2)
     assert (second.status, second.index) == ("duplicate", 1)
@@ -154,7 +158,7 @@ def test_a_duplicate_in_the_same_batch_is_a_noop(rig: Rig) -> None:
 
 def test_one_request_twice_in_a_batch_takes_effect_once(rig: Rig) -> None:
     futures = rig.behind_a_held_write(
-        [_save(rig, "once", "same-id"), _save(rig, "once", "same-id")]
+        [save_call(rig, "once", "same-id"), save_call(rig, "once", "same-id")]
     )
     assert futures[1].result() == futures[2].result() == docmem.SaveResult("saved", 1, 2)
     assert rig.document().revision == 2
@@ -162,7 +166,7 @@ def test_one_request_twice_in_a_batch_takes_effect_once(rig: Rig) -> None:
 
 def test_an_id_reused_for_another_request_in_a_batch_conflicts(rig: Rig) -> None:
     futures = rig.behind_a_held_write(
-        [_save(rig, "first", "reused"), _save(rig, "other", "reused")]
+        [save_call(rig, "first", "reused"), save_call(rig, "other", "reused")]
     )
     assert futures[1].result() == docmem.SaveResult("saved", 1, 2)
     conflict = _error(futures[2])
@@ -174,9 +178,9 @@ def test_an_id_reused_for_another_request_in_a_batch_conflicts(rig: Rig) -> None
 def test_an_erase_waits_for_the_next_batch_so_no_record_is_dropped(rig: Rig) -> None:
     futures = rig.behind_a_held_write(
         [
-            _save(rig, "before the erase", "a"),
+            save_call(rig, "before the erase", "a"),
             lambda: rig.mem.erase(mutation_id="erase"),
-            _save(rig, "after the erase", "b"),
+            save_call(rig, "after the erase", "b"),
         ]
     )
     assert futures[1].result() == docmem.SaveResult("saved", 1, 2)
@@ -192,7 +196,7 @@ def test_an_erase_waits_for_the_next_batch_so_no_record_is_dropped(rig: Rig) -> 
 
 def test_a_lost_answer_of_a_batch_is_settled_for_every_member(rig: Rig) -> None:
     rig.backend.script = ["ok", "lost"]
-    futures = rig.behind_a_held_write([_save(rig, f"note {n}", f"q{n}") for n in range(4)])
+    futures = rig.behind_a_held_write([save_call(rig, f"note {n}", f"q{n}") for n in range(4)])
     assert [future.result() for future in futures[1:]] == [
         docmem.SaveResult("saved", n + 1, n + 2) for n in range(4)
     ]
@@ -202,7 +206,7 @@ def test_a_lost_answer_of_a_batch_is_settled_for_every_member(rig: Rig) -> None:
 
 def test_an_unsent_batch_is_written_again_once(rig: Rig) -> None:
     rig.backend.script = ["ok", "unsent"]
-    futures = rig.behind_a_held_write([_save(rig, f"note {n}", f"q{n}") for n in range(4)])
+    futures = rig.behind_a_held_write([save_call(rig, f"note {n}", f"q{n}") for n in range(4)])
     assert [future.result().status for future in futures] == ["saved"] * 5
     assert len(rig.backend.writes) == 3
     assert rig.document().revision == 5
@@ -211,7 +215,7 @@ def test_an_unsent_batch_is_written_again_once(rig: Rig) -> None:
 
 def test_a_delayed_batch_that_lands_later_is_recognised(rig: Rig) -> None:
     rig.backend.script = ["ok", "delayed"]
-    futures = rig.behind_a_held_write([_save(rig, f"note {n}", f"q{n}") for n in range(3)])
+    futures = rig.behind_a_held_write([save_call(rig, f"note {n}", f"q{n}") for n in range(3)])
     assert [future.result() for future in futures[1:]] == [
         docmem.SaveResult("saved", n + 1, n + 2) for n in range(3)
     ]
@@ -228,7 +232,7 @@ def test_another_writer_at_the_batchs_revisions_means_it_did_not_land(rig: Rig) 
             other.save(f"other {n}", mutation_id=f"o{n}")
 
     rig.backend.interloper = interloper
-    futures = rig.behind_a_held_write([_save(rig, f"note {n}", f"q{n}") for n in range(3)])
+    futures = rig.behind_a_held_write([save_call(rig, f"note {n}", f"q{n}") for n in range(3)])
     results = [future.result() for future in futures[1:]]
     assert [result.status for result in results] == ["saved"] * 3
     document = rig.document()
@@ -252,7 +256,7 @@ def test_a_member_cancelled_while_queued_is_not_made(rig: Rig) -> None:
     assert rig.backend.held.wait(10)
     waiting = rig.pool.submit(cancelled_save)
     _wait_until(lambda: rig.queued() == 1)
-    other = rig.pool.submit(_save(rig, "made", "made"))
+    other = rig.pool.submit(save_call(rig, "made", "made"))
     _wait_until(lambda: rig.queued() == 2)
     cancel.set()
     release.set()
@@ -277,7 +281,7 @@ def test_a_store_failure_reaches_every_member_with_its_own_outcome(rig: Rig) -> 
         return inner_read(key)
 
     rig.backend.inner.read = failing_read  # type: ignore[method-assign]
-    futures = rig.behind_a_held_write([_save(rig, f"note {n}", f"q{n}") for n in range(3)])
+    futures = rig.behind_a_held_write([save_call(rig, f"note {n}", f"q{n}") for n in range(3)])
     errors = [_error(future) for future in futures[1:]]
     assert all(isinstance(error, docmem.StoreUnavailable) for error in errors)
     assert [error.outcome for error in errors] == ["unknown"] * 3
@@ -298,7 +302,7 @@ def test_a_bug_fails_the_leader_with_it_and_strands_no_one(
         return inner_write(key, data, expected=expected)
 
     monkeypatch.setattr(rig.backend.inner, "write", buggy_write)
-    futures = rig.behind_a_held_write([_save(rig, f"note {n}", f"q{n}") for n in range(3)])
+    futures = rig.behind_a_held_write([save_call(rig, f"note {n}", f"q{n}") for n in range(3)])
     assert isinstance(futures[1].exception(), RuntimeError)
     for future in futures[2:]:
         error = _error(future)

@@ -17,6 +17,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from test_group_commit import Rig, save_call
 from wrappers import ScriptedBackend
 
 import docmem
@@ -96,6 +97,7 @@ def test_a_save_is_a_span_with_a_child_per_store_request(otel: Collected, tmp_pa
         "docmem.attempts": 1,
         "docmem.lost_races": 0,
         "docmem.backoff.seconds": 0.0,
+        "docmem.batch.size": 1,
         "docmem.revision.written": 1,
         "docmem.document.bytes": len(store.read(mem.scope.storage_key).data),  # type: ignore[union-attr]
         "docmem.entries": 1,
@@ -108,6 +110,22 @@ def test_a_save_is_a_span_with_a_child_per_store_request(otel: Collected, tmp_pa
     assert otel.total("docmem.operations", **{"docmem.operation": "save"}) == 1
     assert otel.total("docmem.operation.duration", **{"docmem.outcome": "committed"}) == 1
     store.close()
+
+
+def test_a_batch_reports_its_requests_under_the_leader_and_its_size_on_every_member(
+    otel: Collected,
+) -> None:
+    rig = Rig(scope())
+    futures = rig.behind_a_held_write([save_call(rig, f"note {n}", f"q{n}") for n in range(3)])
+    assert [future.result().status for future in futures] == ["saved"] * 4
+    rig.pool.shutdown()
+    saves = [span for span in otel.spans() if span.name == "docmem.save"]
+    assert sorted(attrs(span)["docmem.batch.size"] for span in saves) == [1, 3, 3, 3]
+    writes = [span for span in otel.spans() if span.name == "docmem.store.write"]
+    parents = {span.parent.span_id for span in writes if span.parent}
+    assert len(writes) == 2
+    assert len(parents) == 2  # the lone save's, and the batch leader's
+    assert {attrs(span)["docmem.outcome"] for span in saves} == {"committed"}
 
 
 def test_every_operation_has_its_span(otel: Collected) -> None:

@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from ..backend import Backend, Stored
+from ..document import MAX_DOCUMENT_BYTES
 from ..errors import DocmemError, InvalidArgument, StoreUnavailable, VersionConflict
 from ..keys import lock_scope
 from ..memory import FileMemory
@@ -167,7 +168,8 @@ def _group_save_worker(
         backend = pickle.loads(pickled)
         try:
             barrier.wait(timeout=120)
-            results.put(("ok", _save_in_threads([FileMemory(backend)], scope, texts, 120)))
+            memories = [_roomy_memory(backend)]
+            results.put(("ok", _save_in_threads(memories, scope, texts, 120)))
         finally:
             backend.close()
     except BaseException as exc:
@@ -767,7 +769,7 @@ class BackendTests:
         self, backend: Backend, scope: tuple[str, ...], answers: list[_Answer]
     ) -> None:
         """Every member's answer is what the stored document and its journal say."""
-        memory = FileMemory(backend)
+        memory = _roomy_memory(backend)
         bound = memory.bind(lock_scope(namespace="docmem-conformance", scope=scope), slot="user")
         document = bound.read()
         assert document is not None
@@ -793,7 +795,7 @@ class BackendTests:
     ) -> None:
         """Threads of two providers (two lines, racing each other by compare-and-swap)."""
         scope = ("user", "group-commit-race")
-        memories = [FileMemory(backend), FileMemory(backend)]
+        memories = [_roomy_memory(backend), _roomy_memory(backend)]
         texts = self._group_texts(self.race_threads)
         answers = _save_in_threads(memories, scope, texts, self.race_timeout)
         self._check_answers(backend, scope, answers)
@@ -819,6 +821,11 @@ class BackendTests:
         run_state_machine_as_test(
             BackendStateMachine.bound_to(make_backend), settings=self.state_machine_settings
         )
+
+
+def _roomy_memory(backend: Backend) -> FileMemory:
+    """A provider whose recall has room for every note of a race (the byte cap still holds)."""
+    return FileMemory(backend, max_characters=MAX_DOCUMENT_BYTES)
 
 
 def _race_texts(workers: int, saves: int) -> list[str]:

@@ -3,34 +3,46 @@
 Each key is a folder of immutable objects, ``<root>/<key>/<rev:016x>.md``
 (the commit log, see :mod:`docmem_fsspec.commitlog`). A write with version
 ``<n>.md`` expected creates ``<n+1>.md`` only if that name is free; the store
-refuses the loser of a race, so no update is lost. Reading lists the folder
-and fetches the newest object.
+refuses the loser of a race, so no update is lost.
+
+A read of a key this process has read or written lists only the names after
+the version it holds (on S3 one ``ListObjectsV2`` from ``StartAfter``, short
+however long the folder): nothing there supersedes that version, so its
+bytes are still the current ones; else the newest version listed there is
+fetched. Only a first read lists the whole folder and fetches its newest.
 
 Garbage collection frees the names of old versions, and a writer that still
 aims at a freed name would re-create it below the newest version. So each
 version records the version it was built on (its revision and the digest of
-its object), and after every create the folder is listed again: the write
-counts only if its object is the newest, or the version above it was built on
-it. A create that landed below the newest version is a
+its object), and after every create the names after it are listed: nothing
+there supersedes it, so it is committed (a freed name lies below an object
+that stays, which would be listed there). Otherwise the whole folder is
+listed, and the write counts only if its object is the newest, or the version
+above it was built on it. A create that landed below the newest version is a
 :class:`VersionConflict` (its object is garbage no reader picks); one that
 cannot be judged (a purge or delete ran meanwhile, or the versions around it
 are gone) is :class:`WriteOutcomeUnknown`, which :class:`docmem.FileMemory`
-settles through the document's journal. No clock takes part in that decision:
-the store's timestamps only pace garbage collection (a version goes once it
-is not among the newest ``retain`` and its successor is more than ``grace``
-seconds older than the newest object), and ``max_staleness`` only saves a
-create that is bound to be refused (a version seen longer ago is confirmed by
-a listing first).
+settles through the document's journal.
+
+No clock takes part in any of those decisions, so neither a writer paused
+past ``grace`` nor a store clock that steps can make one wrong. The store's
+timestamps only pace garbage collection (a version goes once it is not among
+the newest ``retain`` and its successor is more than ``grace`` seconds older
+than the newest object), which runs on a full listing taken after a write at
+most once per quarter of ``grace`` per key and process; ``max_staleness``
+only saves a create that is bound to be refused (a version seen longer ago is
+confirmed by a listing first).
 """
 
 from __future__ import annotations
 
 import collections
+import enum
 import logging
 import os
 import time
-from collections.abc import Iterator
-from typing import Annotated, Any
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, TypeVar
 from urllib.parse import urlsplit
 
 import fsspec
@@ -82,6 +94,10 @@ _LOCAL_PROTOCOLS = ("file", "local")
 _TIMESTAMP_SLACK = 1.0
 #: Listings in a row that may each find their newest object collected before it is read.
 _ATTEMPTS = 8
+#: Garbage collection lists a key in full at most once per this share of ``grace``: a
+#: version can go only once its successor is ``grace`` old, so more often frees little.
+_COLLECT_EVERY = 0.25
+_T = TypeVar("_T")
 #: Which extra installs the implementation of a protocol.
 _EXTRAS = {
     "s3": "s3",
@@ -134,11 +150,20 @@ class Revision(msgspec.Struct, frozen=True):
 
 
 class _Seen(msgspec.Struct, frozen=True):
+    """A version this process saw as the current one, and holds the object of."""
+
     stored: Stored
-    #: ``time.monotonic()`` when the request that showed it as the newest was sent.
+    revision: int
+    #: The backend's clock when the request that showed it as the newest was sent.
     since: float
     #: The digest of its whole object: what a version built on it records as its parent.
     digest: str
+
+
+class _Relist(enum.Enum):
+    """A short listing could not settle a read: list the whole folder."""
+
+    RELIST = "relist"
 
 
 class FsspecBackend(Backend):
@@ -214,7 +239,12 @@ class FsspecBackend(Backend):
         # lists first (until a listing finds what this process had) instead of sending a
         # create that is bound to be refused.
         self._contended = ContendedKeys(self.cache_size)
+        # When this process last listed each key in full after a write (by _clock).
+        self._collected: LruCache[float] = LruCache(max(self.cache_size, 1))
         self._filesystems: PerProcess[tuple[Any, Any]] = PerProcess(self._build)
+        # Seconds that only ever go forward; decides nothing about a write's outcome (see the
+        # module docstring), only freshness and pacing. A test may swap in its own clock.
+        self._clock: Callable[[], float] = time.monotonic
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> FsspecBackend:
@@ -293,6 +323,11 @@ class FsspecBackend(Backend):
     # -- the Backend contract --------------------------------------------------
 
     def read(self, key: str) -> Stored | None:
+        seen = self._recent.get(key)
+        if seen is not None:
+            found = self._read_after(key, seen)
+            if found is not _Relist.RELIST:
+                return found
         for _attempt in range(_ATTEMPTS):
             listing, since = self._list(key)
             current = listing.current
@@ -305,15 +340,42 @@ class FsspecBackend(Backend):
                 # are freed), so its bytes are the ones we have; and nobody wrote since this
                 # process did: the key is no longer contended.
                 self._contended.discard(key)
-                self._recent.put(key, _Seen(stored=seen.stored, since=since, digest=seen.digest))
+                self._remember(key, seen.stored, current.revision, since, seen.digest)
                 return seen.stored
             fetched = self._fetch(current.path, current.name)
             if fetched is None:
                 continue  # collected since the listing: list again
             stored, identity = fetched
-            self._recent.put(key, _Seen(stored=stored, since=since, digest=identity))
+            self._remember(key, stored, current.revision, since, identity)
             return stored
         raise StoreUnavailable(f"the newest version kept vanishing over {_ATTEMPTS} listings")
+
+    def _read_after(self, key: str, seen: _Seen) -> Stored | _Relist | None:
+        """Read by listing only the names after the version this process holds.
+
+        Nothing there supersedes it: it is still the current version (see
+        :mod:`docmem_fsspec.commitlog`), however long ago it was seen. Else the
+        names there decide as the whole folder would, since every version
+        above it and every tombstone at or above it are among them.
+        """
+        probed = self._tail(key, seen.stored.version)
+        if probed is None:
+            return _Relist.RELIST
+        tail, since = probed
+        if not tail.supersedes(seen.revision):
+            self._contended.discard(key)  # nobody wrote since this process did
+            self._remember(key, seen.stored, seen.revision, since, seen.digest)
+            return seen.stored
+        current = tail.current
+        if current is None:  # deleted: a tombstone at or above every version
+            self._recent.drop(key)
+            return None
+        fetched = self._fetch(current.path, current.name)
+        if fetched is None:
+            return _Relist.RELIST  # collected since the listing
+        stored, identity = fetched
+        self._remember(key, stored, current.revision, since, identity)
+        return stored
 
     def read_recent(self, key: str) -> Stored | None:
         """The version this process saw last, if within ``max_staleness``; else :meth:`read`.
@@ -326,7 +388,7 @@ class FsspecBackend(Backend):
     def _seen_lately(self, key: str) -> Stored | None:
         """The version this process saw last, if it was the newest within ``max_staleness``."""
         seen = self._recent.get(key)
-        if seen is not None and time.monotonic() - seen.since < self.max_staleness:
+        if seen is not None and self._clock() - seen.since < self.max_staleness:
             return seen.stored
         return None
 
@@ -345,7 +407,7 @@ class FsspecBackend(Backend):
         identity = digest(blob)
         self._require_store(writing=True)
         _, writer = self.filesystems()
-        started = time.monotonic()
+        started = self._clock()
         try:
             self._dialect.create(writer, f"{folder}/{object_name(revision)}", blob)
         except VersionConflict:
@@ -354,14 +416,15 @@ class FsspecBackend(Backend):
         except WriteOutcomeUnknown:
             self._recent.drop(key)
             raise
-        listing = self._confirm(key, revision, identity)
+        confirmed = self._confirm(key, revision, identity)
         version = object_name(revision)
-        if listing.versions[-1].revision == revision:
+        if confirmed is None or confirmed.versions[-1].revision == revision:
             stored = Stored(data=payload, version=version)
-            self._recent.put(key, _Seen(stored=stored, since=started, digest=identity))
+            self._remember(key, stored, revision, started, identity)
         else:
             self._recent.drop(key)  # committed, and already built on: not the newest any more
-        self._collect(key, listing)
+        if confirmed is not None:
+            self._collect(key, confirmed)
         return version
 
     def delete(self, key: str) -> None:
@@ -487,14 +550,39 @@ class FsspecBackend(Backend):
     # -- internals -------------------------------------------------------------
 
     def _list(self, key: str) -> tuple[Listing, float]:
-        """The key's objects, and ``time.monotonic()`` from before the request was sent."""
+        """The key's objects, and the clock's time from before the request was sent."""
         folder = self.folder(key)
-        since = time.monotonic()
+        since = self._clock()
         if not self._require_store(writing=False):
             return Listing(()), since  # a store to be created: nothing in it yet
         reader, _ = self.filesystems()
+        infos = self._listing(lambda: self._dialect.list_folder(reader, folder))
+        if infos is None:  # a missing folder is a missing key, if the root is there
+            self._require_root()
+            infos = []
+        return Listing.from_infos(infos, folder=folder), since
+
+    def _tail(self, key: str, name: str) -> tuple[Listing, float] | None:
+        """The key's objects whose names sort after ``name``, and the time before asking.
+
+        ``None`` when the folder is missing or the store is not created yet: a
+        version this process holds is gone with it, and the full listing says
+        what there is instead.
+        """
+        folder = self.folder(key)
+        since = self._clock()
+        if not self._require_store(writing=False):
+            return None
+        reader, _ = self.filesystems()
+        infos = self._listing(lambda: self._dialect.list_after(reader, folder, name))
+        if infos is None:
+            return None
+        return Listing.from_infos(infos, folder=folder).after(name), since
+
+    def _listing(self, request: Callable[[], _T]) -> _T:
+        """``request()``, a listing, with the filesystem's failures turned into docmem's."""
         try:
-            infos = self._dialect.list_folder(reader, folder)
+            return request()
         except FileNotFoundError:
             raise StoreUnavailable(f"the {self.scheme} store's root does not exist") from None
         except NotADirectoryError:
@@ -503,10 +591,12 @@ class FsspecBackend(Backend):
             ) from None
         except Exception as exc:
             raise _unavailable("list", exc) from None
-        if infos is None:  # a missing folder is a missing key, if the root is there
-            self._require_root()
-            infos = []
-        return Listing.from_infos(infos, folder=folder), since
+
+    def _remember(
+        self, key: str, stored: Stored, revision: int, since: float, identity: str
+    ) -> None:
+        """Note ``stored`` as the current version, as a request sent at ``since`` showed it."""
+        self._recent.put(key, _Seen(stored=stored, revision=revision, since=since, digest=identity))
 
     def _fetch_object(self, path: str) -> bytes | None:
         """A whole object (envelope included); ``None`` once it is gone."""
@@ -529,36 +619,58 @@ class FsspecBackend(Backend):
     def _base(self, key: str, expected: str) -> Parent:
         """The version a write on ``expected`` builds on, as its successor will record it.
 
-        ``expected`` must be the newest version: seen as such within
-        ``max_staleness``, or confirmed by a listing now (else VersionConflict).
+        ``expected`` must be the current version: seen as the newest within
+        ``max_staleness`` (if it is no longer, the create is refused, or lands
+        on a freed name and :meth:`_confirm` says so), or confirmed now by a
+        listing of the names after it, on an object fetched before that
+        listing if this process holds none (else VersionConflict).
         """
+        revision = parse_version(expected)
+        if revision is None:  # no name of this store; but an unreachable store says so first
+            self._list(key)
+            raise VersionConflict("the expected version is not a version of this store")
         seen = self._recent.get(key)
         if seen is not None and seen.stored.version != expected:
             seen = None
-        if seen is not None and time.monotonic() - seen.since < self.max_staleness:
-            return Parent(revision=_revision_of(expected), digest=seen.digest)
-        listing, _ = self._list(key)
-        current = listing.current
-        if current is None or current.name != expected:
-            self._recent.drop(key)
+        if seen is not None and self._clock() - seen.since < self.max_staleness:
+            return Parent(revision=revision, digest=seen.digest)
+        if seen is None:
+            fetched = self._fetch(f"{self.folder(key)}/{expected}", expected)
+            if fetched is None:
+                raise VersionConflict("the expected version is not the current one")
+            stored, identity = fetched
+        else:
+            stored, identity = seen.stored, seen.digest
+        probed = self._tail(key, expected)
+        if probed is None or probed[0].supersedes(revision):
             raise VersionConflict("the expected version is not the current one")
-        if seen is not None:  # the newest name is never re-created: the object seen is it
-            return Parent(revision=current.revision, digest=seen.digest)
-        fetched = self._fetch(current.path, current.name)
-        if fetched is None:
-            raise VersionConflict("the expected version is not the current one")
-        return Parent(revision=current.revision, digest=fetched[1])
+        self._remember(key, stored, revision, probed[1], identity)
+        return Parent(revision=revision, digest=identity)
 
-    def _confirm(self, key: str, revision: int, identity: str) -> Listing:
-        """List after a create, and raise unless the created version is committed."""
+    def _confirm(self, key: str, revision: int, identity: str) -> Listing | None:
+        """Raise unless the version this process just created at ``revision`` is committed.
+
+        Usually by one listing of the names after it: nothing there supersedes
+        it, so it is the current version, and the name was free because it had
+        never been used (a freed name lies below an object that stays, which
+        would be listed there; see :mod:`docmem_fsspec.commitlog`). Otherwise,
+        and whenever garbage collection is due, the whole folder is listed and
+        :meth:`Listing.verdict` decides; that listing is returned for the
+        collection (``None``: only the short one was taken).
+        """
         try:
-            listing, _ = self._list(key)
+            if not self._collection_due(key):
+                probed = self._tail(key, object_name(revision))
+                if probed is not None and not probed[0].supersedes(revision):
+                    return None
+            listing, since = self._list(key)
             envelope = self._envelope_of(listing.successor(revision))
         except StoreUnavailable:
             self._recent.drop(key)
             raise WriteOutcomeUnknown(
                 "the version was created, but listing the key to confirm it failed"
             ) from None
+        self._collected.put(key, since)
         verdict = listing.verdict(revision, identity, envelope)
         if verdict is Verdict.COMMITTED:
             return listing
@@ -573,6 +685,11 @@ class FsspecBackend(Backend):
             "the version was created, but a concurrent delete or purge, or versions collected "
             "around it, leave open whether the current one descends from it"
         )
+
+    def _collection_due(self, key: str) -> bool:
+        """Whether this process last listed ``key`` in full after a write a while ago, or never."""
+        last = self._collected.get(key)
+        return last is None or self._clock() - last >= self.grace * _COLLECT_EVERY
 
     def _envelope_of(self, entry: Entry | None) -> Envelope | None:
         """What ``entry`` records as its parent; ``None`` if gone, damaged or of the old format."""
@@ -657,13 +774,6 @@ def _filesystem_class(protocol: str) -> type[Any]:
 
 def _revision(entry: Entry, size: int) -> Revision:
     return Revision(revision=entry.revision, version=entry.name, modified=entry.modified, size=size)
-
-
-def _revision_of(token: str) -> int:
-    revision = parse_version(token)
-    if revision is None:
-        raise VersionConflict("the expected version is not a version of this store")
-    return revision
 
 
 def _root_path(fs_class: type[Any], root: str, *, local: bool) -> str:

@@ -24,6 +24,25 @@ not point at it. That is how a write is judged without trusting any clock
 envelope (format 1): they read as their bytes, and a version built on one
 points at the digest of those bytes.
 
+Superseded stays superseded. Call a version *superseded* once a version of a
+higher revision, or a tombstone at or above its revision, exists. Names are
+never overwritten, and an object is removed only from a listing that showed
+an object above it which the remover leaves in place: garbage collection and
+``purge_history`` keep the newest version and remove only what lies below it,
+``delete`` removes only what lies below the tombstone it leaves, and none of
+them removes a tombstone except ``delete``, below its own. So the highest of
+those objects is never removed, and once version ``r`` is superseded it stays
+superseded. Hence, with no clock (:meth:`Listing.supersedes`): if this process
+holds the object of ``<r>.md`` from some moment, and a later listing of just
+the names after ``<r>.md`` shows nothing that supersedes ``r``, then nothing
+superseded it in between, so that object was never removed or replaced and is
+the current version now. That one short listing is how a read confirms its
+cached version and a write confirms its create. And so garbage collection
+never frees a name a writer on the current version creates: that name lies
+above the current version, and was never used. Only a writer holding a
+superseded version can aim at a freed name, and the listing after its create
+shows what superseded it.
+
 This module is pure: it parses listings and objects and decides; the backend
 does the I/O.
 """
@@ -315,6 +334,31 @@ class Listing:
         if successor.parent == Parent(revision=created, digest=own_digest):
             return Verdict.COMMITTED
         return Verdict.NOT_COMMITTED
+
+    def after(self, name: str) -> Listing:
+        """The objects whose names sort after ``name`` (a version's name), oldest first.
+
+        Names are fixed-width lowercase hex, so name order is revision order,
+        and the objects after ``<r>.md`` are ``r``'s purge marker and tombstone
+        and everything of a higher revision: all that :meth:`supersedes` needs.
+        """
+        return Listing(
+            (entry for entry in self.entries if entry.name > name),
+            (leftover for leftover in self.leftovers if leftover.path.rsplit("/", 1)[-1] > name),
+        )
+
+    def supersedes(self, revision: int) -> bool:
+        """Whether these objects supersede version ``revision`` (see the module docstring).
+
+        A version of a higher revision, or a tombstone at or above it, does; a
+        purge marker never does (it is written at the revision of a version
+        that existed, which is listed itself or superseded in turn).
+        """
+        return any(
+            (entry.kind is Kind.VERSION and entry.revision > revision)
+            or (entry.kind is Kind.TOMBSTONE and entry.revision >= revision)
+            for entry in self.entries
+        )
 
     def _marked_from(self, revision: int) -> bool:
         return any(

@@ -1,7 +1,9 @@
 """What docmem-fsspec needs from each filesystem implementation, checked rather than assumed.
 
-Three things: an exclusive create, a listing of one key's folder, and a fetch.
-The create is the one that matters for correctness:
+Four things: an exclusive create, a listing of one key's folder, a listing
+of just the names after one name in it (what a read or a write confirms with,
+see :mod:`docmem_fsspec.commitlog`), and a fetch. The create is the one that
+matters for correctness:
 
 fsspec's generic ``pipe_file(mode="create")`` checks for the object and then
 writes it: two writers can both pass the check, and the second silently
@@ -27,7 +29,11 @@ exist is :class:`WriteOutcomeUnknown`; S3's answers are classified by
 docmem-s3's one table (:class:`docmem_s3.errors.s3_answers`). Listings and
 fetches take the shortest path the implementation offers (s3fs's ``ls`` of
 an empty folder would list the parent folder, every page of it, and its
-``cat_file`` asks for the size before it downloads).
+``cat_file`` asks for the size before it downloads; S3 lists from a name on,
+``StartAfter``, and Azure Blob Storage too, ``startFrom``, so a listing after
+the newest version is one short request however long the folder). Where the
+implementation cannot list from a name, the whole folder is listed and the
+backend keeps the names after it.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import stat
 import uuid
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar
@@ -55,6 +62,8 @@ __all__ = ["MIN_VERSION", "Dialect", "dialect_for"]
 
 #: fsspec 2024.12.0 introduced ``mode="create"``; s3fs, gcsfs and adlfs followed in that release.
 MIN_VERSION = (2024, 12, 0)
+#: Keys per page of an S3 listing from a name (S3's own maximum).
+_LIST_PAGE = 1000
 
 
 class Dialect(abc.ABC):
@@ -88,6 +97,14 @@ class Dialect(abc.ABC):
         except FileNotFoundError:
             return None
         return [info for info in found if isinstance(info, dict)]
+
+    def list_after(self, fs: Any, folder: str, name: str) -> list[dict[str, Any]] | None:
+        """Records of at least the folder's objects whose names sort after ``name``.
+
+        Anything more (by default the whole folder) is filtered out by the
+        backend; ``None`` if the folder is missing, as for :meth:`list_folder`.
+        """
+        return self.list_folder(fs, folder)
 
     def fetch(self, fs: Any, path: str) -> bytes:
         """The object's bytes; ``FileNotFoundError`` when it is gone."""
@@ -145,6 +162,26 @@ class LocalDialect(Dialect):
         except OSError as exc:
             # Linked but maybe not durable: a crash now could still lose it.
             raise _unknown(self.label, exc) from None
+
+    def list_after(self, fs: Any, folder: str, name: str) -> list[dict[str, Any]] | None:
+        # The names from one directory read; only those after ``name`` are looked at.
+        try:
+            with os.scandir(folder) as found:
+                later = [entry.name for entry in found if entry.name > name]
+        except FileNotFoundError:
+            return None
+        infos: list[dict[str, Any]] = []
+        for later_name in later:
+            path = os.path.join(folder, later_name)
+            try:
+                status = os.stat(path, follow_symlinks=False)
+            except FileNotFoundError:
+                continue  # removed since: something above it stays, and is listed
+            kind = "file" if stat.S_ISREG(status.st_mode) else "other"
+            infos.append(
+                {"name": path, "type": kind, "size": status.st_size, "mtime": status.st_mtime}
+            )
+        return infos
 
     def sweep(self, fs: Any, paths: list[str]) -> int:
         """Remove the temporary files no live writer holds; how many went.
@@ -233,6 +270,11 @@ class S3fsDialect(Dialect):
         found = sync(fs.loop, fs._lsdir, folder, refresh=True)
         return [info for info in found if isinstance(info, dict)]
 
+    def list_after(self, fs: Any, folder: str, name: str) -> list[dict[str, Any]]:
+        # ListObjectsV2 from StartAfter: one request unless more than a page is newer.
+        bucket, key, _ = fs.split_path(folder)
+        return list(sync(fs.loop, _objects_after, fs, bucket, f"{key}/", f"{key}/{name}"))
+
     def fetch(self, fs: Any, path: str) -> bytes:
         # One GET: the listing already told the size, so no HEAD for a ranged download.
         return bytes(fs.cat_file(path, max_concurrency=1))
@@ -251,10 +293,61 @@ class S3fsDialect(Dialect):
             raise _conflict() from None
 
 
+async def _objects_after(fs: Any, bucket: str, prefix: str, start: str) -> list[dict[str, Any]]:
+    """The objects under ``prefix`` whose keys sort after ``start``, as s3fs's ``ls`` records."""
+    found: list[dict[str, Any]] = []
+    request: dict[str, Any] = {
+        "Bucket": bucket,
+        "Prefix": prefix,
+        "StartAfter": start,
+        "MaxKeys": _LIST_PAGE,
+    }
+    while True:
+        # Through s3fs's own call: its retries for reads, and its error translation.
+        page = await fs._call_s3("list_objects_v2", **request)
+        found.extend(
+            {
+                "name": f"{bucket}/{item['Key']}",
+                "type": "file",
+                "size": item.get("Size", 0),
+                "LastModified": item.get("LastModified"),
+            }
+            for item in page.get("Contents", ())
+        )
+        if not page.get("IsTruncated"):
+            return found
+        token = page.get("NextContinuationToken")
+        if not token:  # a short page passed off as the whole answer would hide versions
+            raise OSError("a truncated listing came without a continuation token")
+        request["ContinuationToken"] = token
+
+
 class AdlfsDialect(Dialect):
     """adlfs: ``Put Blob`` with ``If-None-Match: *`` and the SDK's retries off for it."""
 
     label = "adlfs"
+
+    def __init__(self) -> None:
+        # Whether the service has refused a listing from a name (``startFrom``, API
+        # 2025-11-05): then this instance lists the folder, as older services need.
+        self._whole_folder = False
+
+    def list_after(self, fs: Any, folder: str, name: str) -> list[dict[str, Any]] | None:
+        # List Blobs with startFrom (inclusive: the backend drops the name itself).
+        if self._whole_folder:
+            return self.list_folder(fs, folder)
+        from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
+
+        container, path, _ = fs.split_path(folder)
+        try:
+            return list(sync(fs.loop, _blobs_from, fs, container, f"{path}/", f"{path}/{name}"))
+        except ResourceNotFoundError:
+            raise FileNotFoundError(errno.ENOENT, "no such container") from None
+        except HttpResponseError as exc:
+            if exc.status_code != 400:
+                raise
+        self._whole_folder = True  # an older service, which does not know the parameter
+        return self.list_folder(fs, folder)
 
     def prepare(self, fs: Any, *, writer: bool) -> None:
         # The Azure SDK's default for reads is 3 retries after 15 s, 18 s and 24 s: a
@@ -291,6 +384,20 @@ class AdlfsDialect(Dialect):
             raise StoreUnavailable(f"the adlfs create failed (HTTP {status})") from None
         except Exception as exc:
             raise _unknown(self.label, exc) from None
+
+
+async def _blobs_from(fs: Any, container: str, prefix: str, start: str) -> list[dict[str, Any]]:
+    """The blobs under ``prefix`` from ``start`` on, as adlfs's ``ls`` records."""
+    async with fs.service_client.get_container_client(container) as client:
+        return [
+            {
+                "name": f"{container}/{blob.name}",
+                "type": "file",
+                "size": blob.size,
+                "last_modified": blob.last_modified,
+            }
+            async for blob in client.list_blobs(name_starts_with=prefix, start_from=start)
+        ]
 
 
 class AssumedDialect(Dialect):

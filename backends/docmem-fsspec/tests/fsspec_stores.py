@@ -20,7 +20,10 @@ import contextlib
 import os
 import re
 import socket
+import time
 import uuid
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -187,3 +190,87 @@ class Raw:
         names = self.names(key)
         top = max((int(name[:16], 16) for name in names if _LOG_NAME.match(name)), default=0)
         self.write(key, f"{top + 1:016x}.md", data)
+
+
+class Clock:
+    """A stand-in for the stores' hidden clock (``time.monotonic``) that a test moves on.
+
+    What a test installs it in believes that much more time has passed: a
+    pause of the process, with no sleeping. It paces only freshness and garbage
+    collection; no outcome of a write may depend on it.
+    """
+
+    def __init__(self, *stores: FsspecBackend) -> None:
+        self.offset = 0.0
+        for store in stores:
+            store._clock = self
+
+    @classmethod
+    def of(cls, store: FsspecBackend) -> Clock:
+        """The clock installed in ``store``, installing one first if it has the real one."""
+        found = store._clock
+        return found if isinstance(found, Clock) else cls(store)
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.offset
+
+    def advance(self, seconds: float) -> None:
+        self.offset += seconds
+
+
+#: The clock step of the chain tests: more than the default grace of 600 s.
+STEP = 700.0
+_STAMPS = ("LastModified", "last_modified", "mtime", "updated", "creation_time", "created")
+
+
+class ClockStep:
+    """Makes every listing show the objects that existed at :meth:`step` ``STEP`` s older."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, store: FsspecBackend) -> None:
+        self.before: set[str] = set()
+        dialect = type(store._dialect)
+        real_folder, real_after = dialect.list_folder, dialect.list_after
+
+        def shifted(self_: Any, fs: Any, folder: str) -> list[dict[str, Any]] | None:
+            return self._shift_all(real_folder(self_, fs, folder))
+
+        def shifted_after(self_: Any, fs: Any, folder: str, name: str) -> Any:
+            return self._shift_all(real_after(self_, fs, folder, name))
+
+        monkeypatch.setattr(dialect, "list_folder", shifted)
+        if "list_after" in vars(dialect):  # else it lists the folder, shifted already
+            monkeypatch.setattr(dialect, "list_after", shifted_after)
+
+    def step(self, store: FsspecBackend, key: str, kind: str) -> None:
+        """The step: ``store`` (the collector) also lives ``STEP`` s on by its hidden clock."""
+        folder = store.folder(key)
+        self.before |= {f"{folder}/{name}" for name in Raw(store, kind).names(key)}
+        Clock.of(store).advance(STEP)
+
+    def _shift_all(self, infos: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        return None if infos is None else [self._shift(info) for info in infos]
+
+    def _shift(self, info: Mapping[str, Any]) -> dict[str, Any]:
+        copy = dict(info)
+        if str(copy.get("name", "")).rstrip("/") not in self.before:
+            return copy
+        for field in _STAMPS:
+            value = copy.get(field)
+            if isinstance(value, datetime):
+                copy[field] = value - timedelta(seconds=STEP)
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                copy[field] = value - STEP
+        return copy
+
+
+def pause_before_create(store: FsspecBackend, meanwhile: Callable[[], None]) -> None:
+    """Run ``meanwhile`` once, between the store's next read and its create."""
+    dialect = store._dialect
+    real = dialect.create
+
+    def paused(fs: Any, path: str, data: bytes) -> None:
+        dialect.create = real  # type: ignore[method-assign]
+        meanwhile()
+        real(fs, path, data)
+
+    dialect.create = paused  # type: ignore[method-assign]

@@ -4,21 +4,21 @@ Garbage collection trusts the store's timestamps, so a clock that steps
 forward frees version names early, while a writer that saw an older version
 within ``max_staleness`` is about to write. These tests step the clock (a
 listing wrapper that shows every object from before the step ``STEP``
-seconds older: the same as a store whose clock jumped forward) with the
-default options, and pause that writer between its read and its create. Its
-create then lands on a freed name below the newest version: it must never be
+seconds older: the same as a store whose clock jumped forward, or a writer
+paused that long) with the default options, move the collecting store's
+hidden clock on as far (so its next write lists the key in full and
+collects), and pause that writer between its read and its create. Its create
+then lands on a freed name below the newest version: it must never be
 reported committed, and nobody may read it. Also here: stores written by the
 previous release (no envelope) still read and take new versions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
-from typing import Any
+from collections.abc import Callable
 
 import pytest
-from fsspec_stores import Raw
+from fsspec_stores import ClockStep, Raw, pause_before_create
 
 import docmem
 from docmem.errors import VersionConflict, WriteOutcomeUnknown
@@ -27,53 +27,6 @@ from docmem_fsspec.commitlog import digest, object_name, unwrap
 
 Opener = Callable[..., FsspecBackend]
 SCOPE = docmem.lock_scope(namespace="tests:fsspec-chain", scope=("user", "u_1"))
-#: The step of the issue: more than the default grace of 600 s.
-STEP = 700.0
-_STAMPS = ("LastModified", "last_modified", "mtime", "updated", "creation_time", "created")
-
-
-class ClockStep:
-    """Makes every listing show the objects that existed at :meth:`step` ``STEP`` s older."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, store: FsspecBackend) -> None:
-        self.before: set[str] = set()
-        dialect = type(store._dialect)
-        real = dialect.list_folder
-
-        def shifted(self_: Any, fs: Any, folder: str) -> list[dict[str, Any]] | None:
-            infos = real(self_, fs, folder)
-            return None if infos is None else [self._shift(info) for info in infos]
-
-        monkeypatch.setattr(dialect, "list_folder", shifted)
-
-    def step(self, store: FsspecBackend, key: str, kind: str) -> None:
-        folder = store.folder(key)
-        self.before |= {f"{folder}/{name}" for name in Raw(store, kind).names(key)}
-
-    def _shift(self, info: Mapping[str, Any]) -> dict[str, Any]:
-        copy = dict(info)
-        if str(copy.get("name", "")).rstrip("/") not in self.before:
-            return copy
-        for field in _STAMPS:
-            value = copy.get(field)
-            if isinstance(value, datetime):
-                copy[field] = value - timedelta(seconds=STEP)
-            elif isinstance(value, (int, float)) and not isinstance(value, bool):
-                copy[field] = value - STEP
-        return copy
-
-
-def pause_before_create(store: FsspecBackend, meanwhile: Callable[[], None]) -> None:
-    """Run ``meanwhile`` once, between the store's next read and its create."""
-    dialect = store._dialect
-    real = dialect.create
-
-    def paused(fs: Any, path: str, data: bytes) -> None:
-        dialect.create = real  # type: ignore[method-assign]
-        meanwhile()
-        real(fs, path, data)
-
-    dialect.create = paused  # type: ignore[method-assign]
 
 
 def write_on(store: FsspecBackend, base: str, texts: range) -> str:

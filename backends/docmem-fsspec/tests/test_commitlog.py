@@ -766,3 +766,69 @@ def test_expired_is_sorted_oldest_first() -> None:
     ]
     assert result == sorted(result)
     assert result[0] == version(1, OLD)
+
+
+# --- Listing.after and Listing.supersedes: the short listing's decisions -----------------
+
+
+def test_after_keeps_only_the_names_after_a_version() -> None:
+    log = listing(version(1), version(2), purge(2), tombstone(2), version(3), tombstone(5))
+    assert revisions(list(log.after(object_name(2)).entries)) == [
+        (2, Kind.PURGE),
+        (2, Kind.TOMBSTONE),
+        (3, Kind.VERSION),
+        (5, Kind.TOMBSTONE),
+    ]
+    assert log.after(object_name(5)).entries == (tombstone(5),)
+    assert log.after(object_name(6)).entries == ()
+
+
+def test_after_orders_names_as_revisions_across_digit_widths() -> None:
+    # Fixed-width hex: 0x10 sorts after 0xf as a name too.
+    log = listing(version(0xF), version(0x10), version(0x100))
+    assert [found.revision for found in log.after(object_name(0xF)).entries] == [0x10, 0x100]
+
+
+@pytest.mark.parametrize(
+    "entries",
+    [
+        pytest.param((version(4),), id="a-higher-version"),
+        pytest.param((tombstone(3),), id="a-tombstone-at-it"),
+        pytest.param((tombstone(9),), id="a-tombstone-above"),
+        pytest.param((purge(3), version(5)), id="a-purge-then-a-version"),
+    ],
+)
+def test_a_higher_version_or_a_tombstone_at_or_above_supersedes(
+    entries: tuple[Entry, ...],
+) -> None:
+    assert Listing(entries).supersedes(3)
+
+
+@pytest.mark.parametrize(
+    "entries",
+    [
+        pytest.param((), id="nothing"),
+        pytest.param((purge(3),), id="its-own-purge-marker"),
+        pytest.param((purge(7),), id="a-purge-marker-above"),
+        pytest.param((version(1), version(3), tombstone(2)), id="only-older-objects"),
+    ],
+)
+def test_nothing_else_supersedes(entries: tuple[Entry, ...]) -> None:
+    assert not Listing(entries).supersedes(3)
+
+
+def test_the_current_version_of_a_short_listing_is_that_of_the_whole() -> None:
+    # Whatever supersedes the version this process holds is after its name, so the
+    # short listing and the whole folder agree on the current version.
+    cases = [
+        (version(1), version(2), version(3), version(4)),
+        (version(1), version(2), tombstone(3)),
+        (version(1), version(2), tombstone(3), version(4)),
+        (version(2), tombstone(2), version(1)),
+        (version(1), version(2), version(3), tombstone(5)),
+    ]
+    for entries in cases:
+        whole = Listing(entries)
+        short = whole.after(object_name(2))
+        assert short.supersedes(2)
+        assert short.current == whole.current

@@ -53,9 +53,9 @@ class TestLocal(_FsspecTests):
 
 
 class _ServerTests(_FsspecTests):
-    # Every attempt lists the key's folder twice (read, then the check after the create),
-    # and the folder holds every version younger than the grace period: 8 threads x 25
-    # increments take over a minute on LocalStack, so the thread race is 8 x 10 here.
+    # A read after a lost race lists the key's whole folder, which holds every version
+    # younger than the grace period, and 8 threads on one key lose most rounds: 8 x 25
+    # increments would take about a minute on LocalStack, so the thread race is 8 x 10 here.
     race_increments = 10
     # Each step of the model-based test lists every key: fewer examples keep it under a minute.
     state_machine_settings = settings(

@@ -182,6 +182,43 @@ def test_s3fs_create_failures_map_through_the_one_s3_table(
     assert type(_s3fs_create_error(raised)) is expected
 
 
+class _Folder:
+    """Just enough of adlfs for a listing from a name: its paths, and its ``ls``."""
+
+    def __init__(self) -> None:
+        self.loop = None
+        self.listed = 0
+
+    def split_path(self, path: str) -> tuple[str, str, None]:
+        container, _, rest = path.partition("/")
+        return container, rest, None
+
+    def ls(self, folder: str, detail: bool) -> list[dict[str, Any]]:
+        self.listed += 1
+        return [{"name": f"{folder}/{object_name(1)}", "type": "file", "size": 1}]
+
+
+def test_an_azure_service_without_listings_from_a_name_gets_the_folder_listed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from azure.core.exceptions import HttpResponseError
+
+    asked: list[str] = []
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        asked.append("startFrom")
+        error = HttpResponseError(message="unknown query parameter startFrom")
+        error.status_code = 400
+        raise error
+
+    monkeypatch.setattr("docmem_fsspec.dialects.sync", refused)
+    dialect, fs = AdlfsDialect(), _Folder()
+    for _ in range(2):  # refused once: the folder from then on, without asking again
+        found = dialect.list_after(fs, "container/root/k", object_name(1))
+        assert found == fs.ls("container/root/k", detail=True)
+    assert (asked, fs.listed) == (["startFrom"], 4)
+
+
 # -- URLs and options ----------------------------------------------------------------------
 
 

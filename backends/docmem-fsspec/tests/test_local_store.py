@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fsspec_stores import Clock
 
 import docmem
 from docmem.errors import StoreNotConfigured, StoreUnavailable
@@ -188,6 +189,8 @@ def leftover(folder: Path, age: float) -> Path:
 def test_old_temporary_files_go_with_the_next_write(tmp_path: Path) -> None:
     store = local_store(tmp_path, "?create=true")  # the default grace: 600 s
     version = store.write("k", b"one", expected=None)
+    # The next write that collects: this process last listed the key in full a grace ago.
+    Clock(store).advance(store.grace)
     folder = tmp_path / "k"
     old, young = leftover(folder, 3600.0), leftover(folder, 60.0)
     held = leftover(folder, 3600.0)

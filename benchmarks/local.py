@@ -45,11 +45,10 @@ from concurrent.futures import ThreadPoolExecutor
 from harness.arguments import add_output_arguments, override
 from harness.report import Result, describe, json_report, table, verdict, versions
 from harness.timing import Sample, clock, interleave, log
-from harness.workload import ENTRIES, bind, save_text, seeded
+from harness.workload import ENTRIES, bind, save_text, scale_keys, seeded, small_document
 
 import docmem
 from docmem.backends.local import LocalBackend
-from docmem.document import MemoryDocument, parse, serialize
 
 NAMESPACE = "bench:local"
 
@@ -137,18 +136,6 @@ def file_store(root: str) -> docmem.Backend:
 
 def document_path(root: str, memory: docmem.BoundMemory) -> str:
     return LocalBackend(root).path(memory.scope.storage_key)
-
-
-def small_document() -> bytes:
-    """The canonical bytes of a small valid document, for out-of-band population."""
-    document = MemoryDocument(
-        {0: "Prefers metric units.", 1: "Works on the billing team at Acme."},
-        last=1,
-        revision=2,
-    )
-    data = serialize(document)
-    parse(data)  # fail here, not in the middle of the benchmark, if the format moved on
-    return data
 
 
 def populate(root: str, keys: Sequence[str], data: bytes, *, threads: int = 2) -> None:
@@ -265,9 +252,7 @@ def bench_scale(base: str, settings: Settings) -> list[Result]:
     small_root = os.path.join(base, "small")
     large_root = os.path.join(base, "large")
     started = time.monotonic()
-    keys = [
-        docmem.lock_scope(namespace=NAMESPACE, scope=f"user-{i}").storage_key for i in range(large)
-    ]
+    keys = scale_keys(NAMESPACE, large)
     data = small_document()
     populate(small_root, keys[:small], data)
     populate(large_root, keys, data)

@@ -4,9 +4,10 @@ Run against an S3 endpoint given by ``--endpoint`` or ``$LOCALSTACK_ENDPOINT``
 (``scripts/with-test-servers .venv/bin/python benchmarks/s3.py`` starts
 LocalStack and sets it), in the bucket ``$DOCMEM_TEST_BUCKET`` (default
 ``docmem-test``), with credentials from the standard AWS chain. A full run
-takes a few minutes; ``--quick`` is a smoke run with small counts. As in
-``local.py``, docmem runs and baseline runs alternate (A/B, then B/A, ...)
-and each row reports the ratio of the two medians against a target:
+takes about 9 minutes on LocalStack, 6 of them writing and deleting the
+scale rows' 100,000 documents; ``--quick`` is a smoke run with small counts.
+As in ``local.py``, docmem runs and baseline runs alternate (A/B, then B/A,
+...) and each row reports the ratio of the two medians against a target:
 
 * ``recall, unchanged``: ``recall()`` of a 10-entry document this process has
   read before (a conditional GET answered 304 with no body, served from the
@@ -37,6 +38,16 @@ and each row reports the ratio of the two medians against a target:
   in a naive read-modify-write loop: ``get_object``, append a line,
   ``put_object`` with ``If-Match`` (``If-None-Match: *`` on create), retrying
   at once, without backoff, on 412 or 409. Ratio of median wall times.
+* scale: the same docmem calls under a prefix holding 100,000 scopes against
+  one holding 100 (``--quick``: 1,000 against 20; ``--large-scopes``), on the
+  same scopes in the same order: ``save`` to a scope that exists (after one
+  untimed save each, so it starts from the store's cached version) and to a
+  new scope, ``recall()`` of an existing scope read before (a 304), and with a
+  second store opened with ``cache_size=0`` (a full GET and a parse). The
+  documents are written out of band, untimed: valid documents
+  (``docmem.document.serialize``) under their real object keys
+  (``S3Backend.object_key`` of ``docmem.lock_scope(...).storage_key``), with
+  plain ``put_object`` calls from ``--populate-threads`` threads (16).
 
 Fairness: each raw side uses a reader and a writer client built like the
 store's own (one fresh ``boto3`` session each, the store's connect and read
@@ -44,7 +55,8 @@ timeouts, the store's read retries, retries off for PUTs), sends the same
 content type, and is warmed up before timing like docmem. Every HTTP response
 is counted per operation and status with a botocore event hook on both sides
 (same overhead for both); the notes under the table show requests per timed
-call. Each benchmark works under a fresh prefix (uuid), deleted afterwards.
+call (for the scale rows, on each side). Each benchmark works under a fresh
+prefix (uuid), deleted afterwards.
 
 ``--json`` prints the results as one JSON object instead of the table, for
 comparisons over time (benchmarks/README.md describes it). Benchmarks never
@@ -58,8 +70,10 @@ import argparse
 import dataclasses
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import boto3
@@ -76,7 +90,16 @@ from harness.contention import Tally, contended_saves, entry_text, present, run_
 from harness.report import Result, describe, json_report, notes, table, verdict, versions
 from harness.s3 import Prefixes, Requests, S3Endpoint, check_bucket
 from harness.timing import Sample, clock, interleave, log, settle
-from harness.workload import SLOT, bind, changes, recall_after, seeded, timed_save
+from harness.workload import (
+    SLOT,
+    bind,
+    changes,
+    recall_after,
+    scale_keys,
+    seeded,
+    small_document,
+    timed_save,
+)
 
 import docmem
 from docmem.document import MAX_DOCUMENT_BYTES
@@ -96,6 +119,10 @@ class Settings:
     writers: int
     writer_saves: int
     contention_runs: int
+    scale_runs: int
+    small_scopes: int
+    large_scopes: int
+    populate_threads: int
     warmup: int
 
 
@@ -105,6 +132,10 @@ FULL = Settings(
     writers=8,
     writer_saves=50,
     contention_runs=5,
+    scale_runs=300,
+    small_scopes=100,
+    large_scopes=100_000,
+    populate_threads=16,
     warmup=10,
 )
 QUICK = Settings(
@@ -113,6 +144,10 @@ QUICK = Settings(
     writers=8,
     writer_saves=5,
     contention_runs=2,
+    scale_runs=8,
+    small_scopes=20,
+    large_scopes=1_000,
+    populate_threads=16,
     warmup=2,
 )
 
@@ -522,6 +557,146 @@ def bench_contention(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
     )
 
 
+# -- scale ------------------------------------------------------------------
+
+
+def populate(
+    endpoint: Endpoint, store: S3Backend, keys: Sequence[str], data: bytes, *, threads: int
+) -> None:
+    """Put ``data`` as the document of every key under ``store``'s prefix, untimed.
+
+    Plain ``put_object`` calls from one client shared by ``threads`` threads,
+    with the content type docmem-s3 writes: a conditional save per document
+    would take the probe, a read and the journal 100,000 times over.
+    """
+    client = endpoint.client(max_pool_connections=threads)
+    object_keys = [store.object_key(key) for key in keys]
+    done = 0
+    guard = threading.Lock()
+    step = max(len(object_keys) // 10, 1)
+
+    def put_all(share: Sequence[str]) -> None:
+        nonlocal done
+        for object_key in share:
+            client.put_object(
+                Bucket=endpoint.bucket, Key=object_key, Body=data, ContentType=CONTENT_TYPE
+            )
+            with guard:
+                done += 1
+                if done % step == 0 and len(object_keys) >= 10_000:
+                    log(f"  populated {done:,} of {len(object_keys):,}")
+
+    try:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            shares = [object_keys[i::threads] for i in range(threads)]
+            for future in [pool.submit(put_all, share) for share in shares]:
+                future.result()  # re-raise the first failure
+    finally:
+        client.close()
+
+
+def bench_scale(endpoint: Endpoint, prefixes: Prefixes, settings: Settings) -> list[Result]:
+    """Save and recall latency with many scopes under the prefix against the same with few.
+
+    Both prefixes hold the documents of ``user-0`` ... (written out of band); the
+    timed calls go to the same ``user-<n % small>`` scopes of each, in the same
+    order and state, interleaved, and new scopes get the same names on both sides.
+    """
+    small, large = settings.small_scopes, settings.large_scopes
+    keys = scale_keys(NAMESPACE, large)
+    data = small_document()
+    prefix = {"large": prefixes.fresh("scale-large"), "small": prefixes.fresh("scale-small")}
+    stores = {which: endpoint.s3_store(name) for which, name in prefix.items()}
+    # A second store per prefix without a cache: every recall is a full GET and a parse.
+    uncached = {which: endpoint.s3_store(name, cache_size=0) for which, name in prefix.items()}
+    started = time.monotonic()
+    threads = settings.populate_threads
+    populate(endpoint, stores["small"], keys[:small], data, threads=threads)
+    populate(endpoint, stores["large"], keys, data, threads=threads)
+    log(f"  populated {small:,} + {large:,} scopes in {time.monotonic() - started:.1f} s")
+    counts = {which: Requests() for which in stores}
+    for which, counted in counts.items():
+        counted.attach(*stores[which].clients(), *uncached[which].clients())
+
+    def saver(which: str, scope_of: Callable[[int], str], phase: str) -> Sample:
+        """Each call saves a new entry once to the next scope ``scope_of(n)`` of one prefix."""
+        count = 0
+
+        def save() -> float:
+            nonlocal count
+            memory = bind(stores[which], NAMESPACE, scope_of(count))
+            text = f"Moved to office number {count} ({phase})."
+            mutation_id = f"{phase}-{which}-{count}"
+            count += 1
+            with counts[which].counting():
+                return clock(lambda: memory.save(text, mutation_id=mutation_id))
+
+        return save
+
+    def recaller(which: str, scope_of: Callable[[int], str], cached: bool) -> Sample:
+        """Each call recalls the next scope ``scope_of(n)``, which must hold a document."""
+        store = stores[which] if cached else uncached[which]
+        count = 0
+
+        def recall() -> float:
+            nonlocal count
+            memory = bind(store, NAMESPACE, scope_of(count))
+            count += 1
+            with counts[which].counting():
+                start = time.perf_counter_ns()
+                messages = memory.recall()
+                elapsed = (time.perf_counter_ns() - start) / 1e9
+            if not messages:
+                raise RuntimeError(f"{memory.scope.scope_key} has no document in the {which} store")
+            return elapsed
+
+        return recall
+
+    def existing(n: int) -> str:
+        return f"user-{n % small}"
+
+    def fresh(n: int) -> str:
+        return f"new-{n}"
+
+    def warm(n: int) -> str:
+        return f"warm-{n}"
+
+    # Warm-up: connections, and each store's one-off probe of the conditions on its first write.
+    interleave(settings.warmup, saver("large", warm, "warm"), saver("small", warm, "warm"))
+    interleave(settings.warmup, recaller("large", warm, False), recaller("small", warm, False))
+    # One untimed save per existing scope first, so every timed call finds it in the
+    # store's cache, as a scope in steady use is.
+    interleave(small, saver("large", existing, "first"), saver("small", existing, "first"))
+    rows: tuple[tuple[str, Callable[[str], Sample]], ...] = (
+        ("save, existing scope", lambda which: saver(which, existing, "existing")),
+        ("save, new scope", lambda which: saver(which, fresh, "new")),
+        ("recall, unchanged", lambda which: recaller(which, existing, True)),
+        ("recall, cache off", lambda which: recaller(which, existing, False)),
+    )
+    runs = settings.scale_runs
+    results = []
+    for label, sample in rows:
+        for counted in counts.values():
+            counted.reset()
+        settle()
+        large_times, small_times = interleave(runs, sample("large"), sample("small"))
+        results.append(
+            Result(
+                name=f"{label}, {large:,} scopes",
+                subject=statistics.median(large_times),
+                baseline=statistics.median(small_times),
+                baseline_name=f"same, {small:,} scopes",
+                target=1.2,
+                runs=runs,
+                notes=(
+                    f"{large:,} scopes per call: {counts['large'].per_call(runs)}",
+                    f"{small:,} scopes per call: {counts['small'].per_call(runs)}",
+                ),
+            )
+        )
+    return results
+
+
 # -- report -----------------------------------------------------------------
 
 
@@ -534,10 +709,17 @@ def parse_arguments(argv: Sequence[str] | None) -> tuple[Settings, Endpoint, boo
     parser.add_argument("--recall-runs", type=int, help="timed recalls per side and benchmark")
     parser.add_argument("--save-runs", type=int, help="timed saves per side and benchmark")
     add_contention_arguments(parser)
+    parser.add_argument("--scale-runs", type=int, help="timed calls per prefix and scale row")
+    parser.add_argument("--large-scopes", type=int, help="scopes under the large prefix")
+    parser.add_argument(
+        "--populate-threads", type=int, help="threads writing the scale documents (untimed)"
+    )
     add_output_arguments(parser)
     arguments = parser.parse_args(argv)
     endpoint = Endpoint(*endpoint_arguments(parser, arguments))
     settings = override(parser, QUICK if arguments.quick else FULL, arguments)
+    if settings.large_scopes < settings.small_scopes:
+        parser.error(f"--large-scopes must be at least {settings.small_scopes}")
     return settings, endpoint, arguments.json
 
 
@@ -564,6 +746,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             phase = time.monotonic()
             results.append(bench(endpoint, prefixes, settings))
             log(f"{name}: {time.monotonic() - phase:.1f} s")
+        phase = time.monotonic()
+        results.extend(bench_scale(endpoint, prefixes, settings))
+        log(f"scale: {time.monotonic() - phase:.1f} s")
     finally:
         prefixes.clean_up()
     found = versions("docmem-s3", "boto3")

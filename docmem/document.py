@@ -276,28 +276,49 @@ def normalize_entry(text: str) -> str:
     """
     if not isinstance(text, str):
         raise ContentRejected(f"memory text must be a string, not {type(text).__name__}")
-    if len(text) > MAX_INPUT_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
+    ascii_only = text.isascii()
+    if len(text) > MAX_INPUT_BYTES or (
+        not ascii_only and len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES
+    ):
         raise LimitExceeded(
             f"memory text is over {MAX_INPUT_BYTES // 1024} KiB; "
             f"save a short note of at most {MAX_ENTRY_BYTES:,} bytes"
         )
     # str.split() with no separator splits on exactly the str.isspace() runs.
-    normalized = " ".join(unicodedata.normalize("NFC", text).split())
+    if ascii_only:  # most notes: NFC keeps ASCII as it is
+        normalized = " ".join(text.split())
+    else:
+        normalized = " ".join(unicodedata.normalize("NFC", text).split())
     if not normalized:
         raise ContentRejected("memory text is empty; nothing to save")
-    for char in normalized:
-        if unicodedata.category(char) in _REJECTED_CATEGORIES and char not in _ALLOWED_FORMAT:
-            raise ContentRejected(
-                f"memory text contains a forbidden character (U+{ord(char):04X}); "
-                "remove control and invisible formatting characters"
-            )
-    size = len(normalized.encode("utf-8"))
+    forbidden = _first_forbidden(normalized, ascii_only=ascii_only)
+    if forbidden is not None:
+        raise ContentRejected(
+            f"memory text contains a forbidden character (U+{ord(forbidden):04X}); "
+            "remove control and invisible formatting characters"
+        )
+    size = len(normalized) if ascii_only else len(normalized.encode("utf-8"))
     if size > MAX_ENTRY_BYTES:
         raise LimitExceeded(
             f"memory entry is {size:,} bytes; at most {MAX_ENTRY_BYTES:,} allowed: "
             "save a shorter note"
         )
     return normalized
+
+
+def _first_forbidden(text: str, *, ascii_only: bool) -> str | None:
+    """The first character of ``text`` a new entry may not hold, or ``None``.
+
+    In ASCII only the controls (category Cc) are forbidden, so one regular
+    expression search stands in for a category lookup per character there.
+    """
+    if ascii_only:
+        found = _CONTROL.search(text)
+        return found.group() if found is not None else None
+    for char in text:
+        if unicodedata.category(char) in _REJECTED_CATEGORIES and char not in _ALLOWED_FORMAT:
+            return char
+    return None
 
 
 def render_recall(document: MemoryDocument, slot: str) -> str:

@@ -514,6 +514,31 @@ def test_forbidden_characters_are_rejected(char: str) -> None:
         assert info.value.code == "content_rejected"
 
 
+def _reference_normalize(text: str) -> tuple[str, str | None]:
+    """normalize_entry's rules without its ASCII shortcut: the entry, or what refuses it."""
+    normalized = " ".join(unicodedata.normalize("NFC", text).split())
+    if not normalized:
+        return "", "empty"
+    for char in normalized:
+        category = unicodedata.category(char)
+        if category in {"Cc", "Cs", "Cn", "Cf"} and char not in "\u200c\u200d":
+            return "", f"U+{ord(char):04X}"
+    return normalized, None
+
+
+@pytest.mark.parametrize("code", range(128), ids=lambda code: f"U+{code:04X}")
+def test_every_ascii_character_is_normalized_by_the_general_rules(code: int) -> None:
+    char = chr(code)
+    for text in (char, f"a{char}b", f"{char}a", f"a{char}", f"a {char} b", f"\u00e9{char}"):
+        expected, refusal = _reference_normalize(text)
+        if refusal is None:
+            assert normalize_entry(text) == expected
+            continue
+        with pytest.raises(ContentRejected) as info:
+            normalize_entry(text)
+        assert refusal in str(info.value)  # the same character named, or "empty"
+
+
 @pytest.mark.parametrize("text", ["", " ", "\n", "\t\r\n", "\u3000\u2028\u00a0", " " * 5000])
 def test_empty_entries_are_rejected(text: str) -> None:
     with pytest.raises(ContentRejected):

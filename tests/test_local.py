@@ -346,11 +346,38 @@ def test_a_temp_file_names_its_key(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert temp.startswith(".tmp-memkey1_a-b.")
 
 
-def test_the_next_write_collects_crashed_temps_of_its_key_only(tmp_path: Path) -> None:
+def test_every_write_replaces_a_crashed_writers_temp_of_its_key_only(tmp_path: Path) -> None:
     store = LocalBackend(tmp_path, create=True)
     version = store.write("k", b"v1", expected=None)
     directory = Path(store.path("k")).parent
-    ours = [".tmp-k.4242-0-0badf00d", ".tmp-k.7-12-aaaaaaaa"]
+    others = [".tmp-k2.new", ".tmp-other.new"]  # other keys' temps, same folder
+    for number in range(3):
+        for name in [".tmp-k.new", *others]:
+            (directory / name).write_bytes(b"torn")  # a writer killed before its rename
+        version = store.write("k", b"v%d" % number, expected=version)
+        left = sorted(name for name in os.listdir(directory) if name.startswith(".tmp-"))
+        assert left == sorted(others)
+        assert Path(store.path("k")).read_bytes() == b"v%d" % number
+
+
+def test_a_crashed_temp_that_is_a_symlink_is_removed_not_written_through(tmp_path: Path) -> None:
+    store = LocalBackend(tmp_path / "store", create=True)
+    version = store.write("k", b"v1", expected=None)
+    target = tmp_path / "elsewhere"
+    target.write_bytes(b"untouched")
+    temp = Path(store.path("k")).parent / ".tmp-k.new"
+    temp.symlink_to(target)
+    store.write("k", b"v2", expected=version)
+    assert target.read_bytes() == b"untouched"
+    assert not os.path.lexists(temp)
+    assert Path(store.path("k")).read_bytes() == b"v2"
+
+
+def test_a_stores_first_write_of_a_key_collects_temps_of_earlier_versions(tmp_path: Path) -> None:
+    version = LocalBackend(tmp_path, create=True).write("k", b"v1", expected=None)
+    store = LocalBackend(tmp_path)  # a process started after older versions crashed here
+    directory = Path(store.path("k")).parent
+    ours = [".tmp-k.4242-0-0badf00d", ".tmp-k.7-12-aaaaaaaa", ".tmp-k.new"]
     others = [".tmp-k2.4242-1-0badf00d", ".tmp-other.1-1-bbbbbbbb"]  # other keys, same folder
     old_style, young_old_style = ".tmp-123-0-abcdef01.md", ".tmp-124-0-abcdef02.md"
     for name in [*ours, *others, old_style, young_old_style]:

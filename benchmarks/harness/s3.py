@@ -128,11 +128,18 @@ class S3Endpoint:
     bucket: str
     region: str
 
-    def client(self) -> Any:
-        """A plain boto3 client, for out-of-band set-up and the clean-up."""
-        import boto3
+    def client(self, **config: Any) -> Any:
+        """A plain boto3 client, for out-of-band set-up and the clean-up.
 
-        return boto3.session.Session().client("s3", endpoint_url=self.url, region_name=self.region)
+        ``config`` goes to botocore's ``Config`` (``max_pool_connections=16``
+        for a client shared by 16 threads).
+        """
+        import boto3
+        from botocore.config import Config
+
+        return boto3.session.Session().client(
+            "s3", endpoint_url=self.url, region_name=self.region, config=Config(**config)
+        )
 
     def s3_store(self, prefix: str, **options: Any) -> S3Backend:
         """A docmem-s3 store under ``prefix``, opened the public way, from its URL."""

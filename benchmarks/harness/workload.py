@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import docmem
+from docmem.document import MemoryDocument, parse, serialize
 
 from .timing import Sample
 
@@ -20,7 +21,9 @@ __all__ = [
     "changes",
     "recall_after",
     "save_text",
+    "scale_keys",
     "seeded",
+    "small_document",
     "timed_save",
 ]
 
@@ -44,6 +47,25 @@ def seeded(store: docmem.Backend, namespace: str, scope: str) -> docmem.BoundMem
             mutation_id=f"seed-{scope}-{index}",
         )
     return memory
+
+
+def small_document() -> bytes:
+    """The canonical bytes of a small valid document, for populating scale stores out of band."""
+    document = MemoryDocument(
+        {0: "Prefers metric units.", 1: "Works on the billing team at Acme."},
+        last=1,
+        revision=2,
+    )
+    data = serialize(document)
+    parse(data)  # fail here, not in the middle of the benchmark, if the format moved on
+    return data
+
+
+def scale_keys(namespace: str, count: int) -> list[str]:
+    """The storage keys of the scopes ``user-0`` to ``user-<count - 1>`` of ``namespace``."""
+    return [
+        docmem.lock_scope(namespace=namespace, scope=f"user-{i}").storage_key for i in range(count)
+    ]
 
 
 def save_text(count: int) -> str:

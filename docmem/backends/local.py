@@ -1,11 +1,13 @@
 """``file://``: one file per key on a local disk, changed under a per-key file lock.
 
 A write locks ``<key>.md.lock`` (``flock``), compares the current version (SHA-256 of the
-bytes), writes a temp file in the same directory, fsyncs it, renames it over
-the document with ``os.replace`` and fsyncs the directory, so a crash at any
-point leaves the old or the new document, never a torn one. Files fan out
-over two directory levels (``ab/cd/<key>.md``) so a million scopes never share
-one directory. POSIX local disks only: ``flock`` is not reliable on NFS or
+bytes), writes the key's temp file ``.tmp-<key>.new`` in the same directory,
+fsyncs it, renames it over the document with ``os.replace`` and fsyncs the
+directory, so a crash at any point leaves the old or the new document, never
+a torn one. Only the lock's holder has a temp file of its key, so one found
+under the lock is a crashed writer's, and the write replaces it. Files fan
+out over two directory levels (``ab/cd/<key>.md``) so a million scopes never
+share one directory. POSIX local disks only: ``flock`` is not reliable on NFS or
 SMB, and there is no Windows support.
 
 The root holds a marker file, ``.docmem-store``, written when the store is
@@ -24,7 +26,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
-import itertools
 import os
 import re
 import stat
@@ -55,11 +56,15 @@ MARKER_CONTENT = b"docmem store\n"
 
 _SUFFIX = ".md"
 _TEMP = ".tmp-"
-_temp_names = itertools.count()
+#: The end of a write's temp name, ``.tmp-<key>.new``: one name per key (see
+#: :func:`_write_temp`). Earlier versions added ``<pid>-<n>-<hex8>`` instead.
+_TEMP_END = "new"
 #: Temp names of docmem before they named their key: ``.tmp-<pid>-<n>-<hex8>.md``.
 _UNATTRIBUTED_TEMP = re.compile(r"\.tmp-\d+-\d+-[0-9a-f]{8}\.md")
 #: Age after which an unattributed temp file is taken for a crash's leftover.
 _UNATTRIBUTED_TEMP_AGE = 3600.0
+#: Keys a store remembers having swept for older temp names before it starts over.
+_SWEPT_KEYS = 4096
 _FAN_OUT = re.compile(r"[0-9a-f]{2}")
 _KEY_NAME = re.compile(r"[A-Za-z0-9_-]{1,200}")
 
@@ -166,13 +171,31 @@ def _temp_prefix(key: str) -> str:
     return f"{_TEMP}{key}."
 
 
-def _collect_stale_temps(directory: str, key: str) -> None:
-    """Remove temp files that crashed writers of ``key`` left in ``directory``.
+def _write_temp(temp: str, data: bytes) -> None:
+    """Create the key's temp file ``temp`` with ``data``, fsynced; call it holding the lock.
 
-    Call it holding the key's lock. A writer creates its temp only while it
-    holds that lock and renames or removes it before letting go, so under
-    the lock every temp of this key belongs to a writer that died. Temps
-    from older versions of docmem do not name their key: those go once they
+    A writer creates its temp only while it holds the key's lock and renames
+    or removes it before letting go, so a file already there under the lock
+    is a crashed writer's: it goes, and the name is taken again (still
+    ``O_EXCL``, so the bytes only ever land in a file this call made). One
+    fixed name per key spares every write a listing of the directory, which
+    costs more than its system calls: reading a directory updates its atime,
+    a journalled change the write's first fsync then has to commit.
+    """
+    try:
+        write_new_file(temp, data)
+    except FileExistsError:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        write_new_file(temp, data)
+
+
+def _collect_stale_temps(directory: str, key: str) -> None:
+    """Remove temp files under the names of earlier versions that crashed writers of ``key`` left.
+
+    Call it holding the key's lock, which makes every temp of this key a dead
+    writer's (see :func:`_write_temp`); a store does it on its first write of
+    each key. Temps of older versions that do not name their key go once they
     are an hour old. Even a wrong removal could not lose a save: the writer's
     rename would fail and its save would report not committed. Housekeeping
     never fails a save, so errors here are ignored.
@@ -225,6 +248,9 @@ class LocalBackend(Backend):
         )
         self._lock_timeout = checked.lock_timeout
         self._create = checked.create
+        # Keys whose folder this store swept for temps under older names; the set
+        # starts over when full (a second sweep costs one listing, nothing else).
+        self._swept: set[str] = set()
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> LocalBackend:
@@ -336,12 +362,13 @@ class LocalBackend(Backend):
         with self._locked(path):
             if self._current_version(path) != expected:
                 raise VersionConflict("the stored version is not the expected one")
-            _collect_stale_temps(directory, key)
-            temp = os.path.join(
-                directory,
-                f"{_temp_prefix(key)}{os.getpid()}-{next(_temp_names)}-{os.urandom(4).hex()}",
-            )
-            write_new_file(temp, data)
+            if key not in self._swept:
+                _collect_stale_temps(directory, key)
+                if len(self._swept) >= _SWEPT_KEYS:
+                    self._swept.clear()
+                self._swept.add(key)
+            temp = os.path.join(directory, _temp_prefix(key) + _TEMP_END)
+            _write_temp(temp, data)
             try:
                 os.replace(temp, path)
             except BaseException:

@@ -47,19 +47,21 @@ class Member(Generic[_R]):
         self.finished = False
         self._result: _R | None = None
         self._error: BaseException | None = None
-        self._woken = threading.Event()
+        # Made only for a member that waits (under the queue's lock, before any
+        # leader can see it): a lone mutation, the common case, never needs one.
+        self._woken: threading.Event | None = None
 
     def finish(self, result: _R) -> None:
         """The member's mutation is decided: ``result`` is what its caller gets."""
         self._result = result
         self.finished = True
-        self._woken.set()
+        self._wake()
 
     def fail(self, error: BaseException) -> None:
         """The member's mutation is decided: its caller raises ``error``."""
         self._error = error
         self.finished = True
-        self._woken.set()
+        self._wake()
 
     def answer(self) -> _R:
         """The result, or raise the error, of a finished member."""
@@ -70,12 +72,22 @@ class Member(Generic[_R]):
 
     def promote(self) -> None:
         """Wake the member's caller to lead the next batch."""
-        self._woken.set()
+        self._wake()
+
+    def will_wait(self) -> None:
+        """Prepare to :meth:`wait_for_turn`; call it before anyone else can see the member."""
+        self._woken = threading.Event()
 
     def wait_for_turn(self) -> None:
         """Block until :meth:`finish`, :meth:`fail` or :meth:`promote`."""
-        self._woken.wait()
-        self._woken.clear()
+        woken = self._woken
+        assert woken is not None, "will_wait() comes first"
+        woken.wait()
+        woken.clear()
+
+    def _wake(self) -> None:
+        if self._woken is not None:
+            self._woken.set()
 
 
 class _Line:
@@ -105,10 +117,12 @@ class CommitQueue:
             line = self._lines.get(key)
             if line is None:
                 line = self._lines[key] = _Line()
-            line.waiting.append(member)
             leads = line.leader is None
             if leads:
                 line.leader = member
+            else:
+                member.will_wait()
+            line.waiting.append(member)
         if not leads:
             member.wait_for_turn()
         if not member.finished:

@@ -194,7 +194,6 @@ class _Plan:
 
 class _Batch:
     def __init__(self, members: list[Member[Any]], io: KeyIO, policy: RetryPolicy) -> None:
-        self.members = members
         self.live = list(members)
         self.spilled: list[Member[Any]] = []
         self.io = io
@@ -252,10 +251,15 @@ class _Batch:
                 io.key,
                 final.document.revision,
             )
-            for member, write in plan.accepted:
+            revisions = {
+                _request(member): write.document.revision for member, write in plan.accepted
+            }
+            for member in self.live:  # a batch-mate under the same id and request rides along
                 work = _work(member)
-                work.observation.unknown()
-                work.pending.wrote(write.document.revision, created=created)
+                revision = revisions.get(_request(member))
+                if revision is not None:
+                    work.observation.unknown()
+                    work.pending.wrote(revision, created=created)
             return
         written = final.document
         for member, _ in plan.accepted:
@@ -273,8 +277,8 @@ class _Batch:
     def _plan(self, read: Read) -> _Plan:
         """Each live member's decision on ``read``, in order, each on its predecessors' document.
 
-        Members the stored document decides (their record is in it, or it
-        proves their pending write never landed unprovably) are answered now.
+        Members the stored document decides are answered now: their record is
+        in it, or their pending write can no longer be settled.
         """
         plan = _Plan()
         document = read.document
@@ -392,6 +396,12 @@ class _Batch:
 def _work(member: Member[Any]) -> Work[Any]:
     work: Work[Any] = member.work
     return work
+
+
+def _request(member: Member[Any]) -> tuple[str, str]:
+    """The member's mutation id and request, as its journal record would name them."""
+    mutation = _work(member).mutation
+    return mutation.id_digest, mutation.request_digest
 
 
 def _pending(member: Member[Any]) -> bool:

@@ -164,6 +164,29 @@ def test_one_request_twice_in_a_batch_takes_effect_once(rig: Rig) -> None:
     assert rig.document().revision == 2
 
 
+def test_one_request_twice_in_a_batch_shares_its_unknown_outcome(
+    scope: docmem.LockedScope,
+) -> None:
+    rig = Rig(scope)
+    rig.memory.retry = docmem.RetryPolicy(max_attempts=1)
+    rig.backend.script = ["ok", "unsent"]
+    futures = rig.behind_a_held_write(
+        [
+            save_call(rig, "once", "same-id"),
+            save_call(rig, "once", "same-id"),
+            save_call(rig, "other", "same-id"),
+        ]
+    )
+    first, second, other = (_error(future) for future in futures[1:])
+    assert isinstance(first, docmem.StoreBusy)
+    assert isinstance(second, docmem.StoreBusy)
+    # Either could still land with the write whose answer was lost.
+    assert first.outcome == second.outcome == "unknown"
+    assert isinstance(other, docmem.StoreBusy)
+    assert other.outcome == "not_committed"  # never in any write
+    rig.pool.shutdown()
+
+
 def test_an_id_reused_for_another_request_in_a_batch_conflicts(rig: Rig) -> None:
     futures = rig.behind_a_held_write(
         [save_call(rig, "first", "reused"), save_call(rig, "other", "reused")]

@@ -25,7 +25,7 @@ from .document import (
     MemoryDocument,
     new_document,
     normalize_entry,
-    render_recall,
+    recall_length,
     serialize,
     serialize_shrinking,
 )
@@ -240,7 +240,7 @@ class Save(Mutation[SaveResult]):
     def _check_characters(self, before: MemoryDocument, after: MemoryDocument) -> None:
         """LimitExceeded when ``after`` renders past ``max_characters``, with what to do."""
         maximum = self.max_characters
-        rendered = len(render_recall(after, self.slot))
+        rendered = recall_length(after, self.slot)
         if rendered <= maximum:
             return
         if not before.entries:
@@ -248,7 +248,7 @@ class Save(Mutation[SaveResult]):
                 f"this note is too long for this memory: it would render to {rendered:,} "
                 f"characters, at most {maximum:,} allowed; save a shorter note"
             )
-        used = len(render_recall(before, self.slot))
+        used = recall_length(before, self.slot)
         raise LimitExceeded(
             f"memory is full: {used:,} of {maximum:,} characters used and this note needs "
             f"{rendered - used:,}; remove an entry by index first or save a shorter note"

@@ -24,6 +24,7 @@ from docmem.document import (
     new_document,
     normalize_entry,
     parse,
+    recall_length,
     render_recall,
     serialize,
 )
@@ -1025,3 +1026,24 @@ def test_render_recall_of_the_empty_state() -> None:
         "and may be out of date. To forget one, call `team__remove_memory` with its index.\n\n"
         "No memories are saved."
     )
+
+
+# --- the recall length ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("vector", VECTORS["valid"], ids=_why)
+@pytest.mark.parametrize("slot", ["user", "", "équipe_β", "a" * 64])
+def test_recall_length_is_the_rendered_length_on_vectors(vector: dict[str, Any], slot: str) -> None:
+    document = parse(vector["text"].encode("utf-8"))
+    assert recall_length(document, slot) == len(render_recall(document, slot))
+
+
+@given(
+    st.dictionaries(
+        st.integers(min_value=0, max_value=2**53 - 1), st.text(min_size=1), max_size=12
+    ),
+    st.text(max_size=20),
+)
+def test_recall_length_is_the_rendered_length(entries: dict[int, str], slot: str) -> None:
+    document = MemoryDocument(entries, last=max(entries, default=-1))
+    assert recall_length(document, slot) == len(render_recall(document, slot))

@@ -501,6 +501,22 @@ def test_erase_empties_keeps_last_and_purges_history(
     assert mem.inspect("e") == docmem.MutationRecord("erase", "erased", None, 3)
 
 
+def test_erase_whose_purge_fails_reports_committed(
+    scripted: tuple[ScriptedBackend, docmem.BoundMemory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend, mem = scripted
+    mem.save("a", mutation_id="s0")
+
+    def refuse(key: str) -> None:
+        raise docmem.StoreUnavailable("scripted: purge refused")
+
+    monkeypatch.setattr(backend, "purge_history", refuse)
+    with pytest.raises(docmem.StoreUnavailable) as caught:
+        mem.erase(mutation_id="e")
+    assert caught.value.outcome == "committed"  # the erase is stored; only the purge failed
+    assert mem.inspect("e") == docmem.MutationRecord("erase", "erased", None, 2)
+
+
 def test_erase_of_missing_document_is_a_noop(
     scripted: tuple[ScriptedBackend, docmem.BoundMemory],
 ) -> None:

@@ -90,6 +90,8 @@ class MemoryDocument:
 
     def index_of(self, text: str) -> int | None:
         """The index of an entry with exactly this (normalized) text, if any."""
+        if text not in self.entries.values():  # one scan in C; a save's usual answer
+            return None
         for index, existing in self.entries.items():
             if existing == text:
                 return index
@@ -243,10 +245,9 @@ def serialize(document: MemoryDocument) -> bytes:
     header = _Header(
         last=document.last, rev=document.revision, ops=document.journal, fence=document.fence
     )
-    parts = [_HEADER_START, _encoder.encode(header).decode("utf-8"), _HEADER_END, "\n"]
-    for index, text in document.entries.items():
-        parts.append(f"{index}: {text}\n")
-    return "".join(parts).encode("utf-8")
+    lines = [f"{index}: {text}\n" for index, text in document.entries.items()]
+    head = f"{_HEADER_START}{_encoder.encode(header).decode('utf-8')}{_HEADER_END}\n"
+    return (head + "".join(lines)).encode("utf-8")
 
 
 def serialize_shrinking(document: MemoryDocument) -> tuple[MemoryDocument, bytes]:
@@ -341,7 +342,7 @@ def render_recall(document: MemoryDocument, slot: str) -> str:
     intro = _recall_intro(slot)
     if not document.entries:
         return intro + _EMPTY_RECALL
-    return intro + "\n".join(f"{index}: {text}" for index, text in document.entries.items())
+    return intro + "\n".join([f"{index}: {text}" for index, text in document.entries.items()])
 
 
 def recall_length(document: MemoryDocument, slot: str) -> int:

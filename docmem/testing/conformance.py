@@ -96,18 +96,25 @@ def increment_counter(
 # -- process-race workers (imported by name in spawned children) -------------
 
 
-def _increment_worker(
-    pickled: bytes, key: str, times: int, barrier: Barrier, results: Queue[Any]
+def _reported(
+    pickled: bytes, barrier: Barrier, results: Queue[Any], run: Callable[[Backend], Any]
 ) -> None:
+    """In a worker: unpickle the store, wait for the others, put ``run(store)`` or the error."""
     try:
         backend = pickle.loads(pickled)
         try:
             barrier.wait(timeout=120)
-            results.put(("ok", increment_counter(backend, key, times)))
+            results.put(("ok", run(backend)))
         finally:
             backend.close()
     except BaseException as exc:  # report everything: the parent shows it
         results.put(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def _increment_worker(
+    pickled: bytes, key: str, times: int, barrier: Barrier, results: Queue[Any]
+) -> None:
+    _reported(pickled, barrier, results, lambda backend: increment_counter(backend, key, times))
 
 
 def _save_worker(
@@ -118,19 +125,12 @@ def _save_worker(
     barrier: Barrier,
     results: Queue[Any],
 ) -> None:
-    try:
-        backend = pickle.loads(pickled)
-        try:
-            bound = FileMemory(backend).bind(
-                lock_scope(namespace=namespace, scope=scope), slot="user"
-            )
-            barrier.wait(timeout=120)
-            saved = [bound.save(text, mutation_id=uuid.uuid4().hex) for text in texts]
-            results.put(("ok", [(result.status, result.index) for result in saved]))
-        finally:
-            backend.close()
-    except BaseException as exc:
-        results.put(("error", f"{type(exc).__name__}: {exc}"))
+    def save_all(backend: Backend) -> list[tuple[str, int]]:
+        bound = FileMemory(backend).bind(lock_scope(namespace=namespace, scope=scope), slot="user")
+        saved = [bound.save(text, mutation_id=uuid.uuid4().hex) for text in texts]
+        return [(result.status, result.index) for result in saved]
+
+    _reported(pickled, barrier, results, save_all)
 
 
 #: One answer of a group-commit race: (text, status, index, revision, mutation id).
@@ -164,16 +164,10 @@ def _group_save_worker(
     barrier: Barrier,
     results: Queue[Any],
 ) -> None:
-    try:
-        backend = pickle.loads(pickled)
-        try:
-            barrier.wait(timeout=120)
-            memories = [_roomy_memory(backend)]
-            results.put(("ok", _save_in_threads(memories, scope, texts, 120)))
-        finally:
-            backend.close()
-    except BaseException as exc:
-        results.put(("error", f"{type(exc).__name__}: {exc}"))
+    def save_all(backend: Backend) -> list[_Answer]:
+        return _save_in_threads([_roomy_memory(backend)], scope, texts, 120)
+
+    _reported(pickled, barrier, results, save_all)
 
 
 def _run_in_processes(

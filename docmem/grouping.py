@@ -124,10 +124,26 @@ class CommitQueue:
                 member.will_wait()
             line.waiting.append(member)
         if not leads:
-            member.wait_for_turn()
+            try:
+                member.wait_for_turn()
+            except BaseException:  # interrupted (KeyboardInterrupt): never strand the line
+                self._withdraw(key, line, member)
+                raise
         if not member.finished:
             self._lead(key, line, run_batch)
         return member.answer()
+
+    def _withdraw(self, key: str, line: _Line, member: Member[Any]) -> None:
+        """Take a caller that stopped waiting out of ``line``; pass the lead on if it had it.
+
+        A member a batch already carries stays in it: its change may be made,
+        as a write the caller stopped waiting for may land.
+        """
+        with self._lock:
+            if member in line.waiting:
+                line.waiting.remove(member)
+            if line.leader is member:
+                self._pass_lead(key, line)
 
     def _lead(self, key: str, line: _Line, run_batch: RunBatch) -> None:
         """Run the batch at the front of ``line``, then pass the lead on (also on failure)."""
@@ -142,12 +158,16 @@ class CommitQueue:
                     member.fail(_interrupted())  # a batch that died of a bug strands no caller
             with self._lock:
                 line.waiting[:0] = spilled
-                if line.waiting:
-                    line.leader = line.waiting[0]
-                    line.leader.promote()
-                else:
-                    line.leader = None
-                    del self._lines[key]
+                self._pass_lead(key, line)
+
+    def _pass_lead(self, key: str, line: _Line) -> None:
+        """Promote the first in ``line``, or drop the line when nobody waits; hold the lock."""
+        if line.waiting:
+            line.leader = line.waiting[0]
+            line.leader.promote()
+        else:
+            line.leader = None
+            del self._lines[key]
 
     def _forget(self) -> None:
         """In a forked child: the parent's leaders and waiters do not exist here."""

@@ -15,6 +15,7 @@ starts a stdio server with a whitelisted environment, so
 from __future__ import annotations
 
 import argparse
+import signal
 import socket
 import sys
 from collections.abc import Callable
@@ -321,8 +322,25 @@ def _serve_http(server: MCPServer, address: _Address, public_url: str | None) ->
     # wait for every client to hang up (and a service manager then sends SIGKILL).
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
     print(f"{_PROG}: serving streamable HTTP on http://{address}/mcp", file=sys.stderr, flush=True)
-    uvicorn.Server(config).run(sockets=[listener])
-    return 0
+    web = _interruptible(config)
+    web.run(sockets=[listener])
+    # uvicorn re-raises the SIGINT it shut down for (KeyboardInterrupt: 130), unless the
+    # process inherited SIGINT ignored (a background job of a shell): 130 all the same.
+    return 130 if web.interrupted else 0
+
+
+def _interruptible(config: Any) -> Any:
+    """A ``uvicorn.Server`` that remembers whether a SIGINT stopped it."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        interrupted = False
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            self.interrupted = self.interrupted or sig == signal.SIGINT
+            super().handle_exit(sig, frame)
+
+    return Server(config)
 
 
 def _behind_proxy(address: _Address, public_url: str | None) -> TransportSecuritySettings | None:

@@ -741,8 +741,19 @@ def test_jwks_urls_must_be_https_off_loopback() -> None:
 PUBLIC = "https://memory.example.test/mcp"
 
 
-def test_docmem_mcp_over_http_in_a_subprocess(issuer_key: SigningKey, tmp_path: Path) -> None:
-    """The real command, behind a (pretend) reverse proxy that passes the public Host."""
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a shell's background job starts
+
+
+@pytest.mark.parametrize("sigint", ["default", "inherited ignored"])
+def test_docmem_mcp_over_http_in_a_subprocess(
+    issuer_key: SigningKey, tmp_path: Path, sigint: str
+) -> None:
+    """The real command, behind a (pretend) reverse proxy that passes the public Host.
+
+    Ctrl-C ends it with 130 also when it inherited SIGINT ignored (uvicorn still
+    stops on it, but its re-raise of the signal then does nothing).
+    """
     pem = tmp_path / "issuer.pem"
     pem.write_bytes(issuer_key.public_pem())
     assert load_public_key(pem) == issuer_key.public
@@ -757,6 +768,7 @@ def test_docmem_mcp_over_http_in_a_subprocess(issuer_key: SigningKey, tmp_path: 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_ignore_sigint if sigint == "inherited ignored" else None,
     )
     endpoint = f"http://127.0.0.1:{port}/mcp"
 

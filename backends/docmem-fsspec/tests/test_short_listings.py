@@ -356,7 +356,7 @@ def test_an_s3_listing_from_a_name_follows_every_page(
     open_fsspec: Opener, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if kind != "localstack":
-        pytest.skip("pages of an S3 listing")
+        pytest.skip(f"capability: only S3 (LocalStack) pages a listing from a name, not {kind}")
     monkeypatch.setattr("docmem_fsspec.dialects._LIST_PAGE", 2)
     store, other = two(open_fsspec)
     base = write_many(store, None, range(1, 2))

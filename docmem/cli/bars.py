@@ -1,20 +1,48 @@
-"""Progress bars for the transfer commands: tqdm on stderr, on a terminal only.
+"""Progress bars for the commands that walk a store: tqdm on stderr, on a terminal only.
 
-A :class:`docmem.progress.Progress` that draws one bar per phase (count,
-rate and ETA from tqdm, the bytes as its postfix) and prints the steps a
-migration notes. With ``--quiet``, ``--json`` or on a pipe there is no bar.
+:func:`new_bar` makes one bar (``stats``, ``rekey``); :class:`Bars` is the
+:class:`docmem.progress.Progress` of the transfer commands, one bar per
+phase (count, rate and ETA from tqdm, the bytes as its postfix), and prints
+the steps a migration notes. With ``--quiet``, ``--json`` or on a pipe there
+is no bar.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, Protocol
 
 from docmem.progress import Progress
 
 from .report import Reporter
 
-__all__ = ["Bars", "human_bytes"]
+__all__ = ["Bar", "Bars", "human_bytes", "new_bar"]
+
+
+class Bar(Protocol):
+    """What a command does with a bar: tqdm's, or the stand-in that draws nothing."""
+
+    def update(self, n: float | None = 1) -> bool | None: ...
+    def close(self) -> None: ...
+
+
+class _NoBar:
+    """What stands in for the progress bar on a pipe or with ``--quiet``."""
+
+    def update(self, n: float | None = 1) -> bool | None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def new_bar(report: Reporter, *, total: int | None, unit: str, desc: str) -> Bar:
+    """A tqdm bar on stderr where :attr:`Reporter.progress` allows one, else a stand-in."""
+    if not report.progress:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, leave=False, dynamic_ncols=True)
 
 
 def human_bytes(count: int) -> str:
@@ -39,12 +67,8 @@ class Bars(Progress):
         self.end()
         if not self._report.progress:
             return
-        from tqdm import tqdm
-
         self._bytes = 0
-        self._bar = tqdm(
-            total=total, unit="doc", desc=phase, file=sys.stderr, leave=False, dynamic_ncols=True
-        )
+        self._bar = new_bar(self._report, total=total, unit="doc", desc=phase)
 
     def advance(self, documents: int = 1, nbytes: int = 0) -> None:
         if self._bar is None:

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 from docmem._parallel import ordered
 from docmem.errors import DocmemError, StoreNotConfigured
 
+from .bars import new_bar
 from .report import Reporter, counted
-from .stats import _bar, _listed
+from .stats import _listed
 from .store import open_from
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def run(arguments: argparse.Namespace, report: Reporter) -> int:
         primary = store.keyring.primary.key_id
         report.note(primary=primary)
         keys = _listed(store, report)
-        bar = _bar(report, total=len(keys), unit="doc", desc="rekeying")
+        bar = new_bar(report, total=len(keys), unit="doc", desc="rekeying")
         try:
             for key, outcome in _rekey_all(store, keys, arguments.workers):
                 tally.add(key, outcome)

@@ -10,35 +10,20 @@ pipe or with ``--quiet`` there is none.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from docmem._parallel import ordered
 from docmem.backend import Backend, Stored
 from docmem.document import parse
 from docmem.errors import DocumentCorrupt
 
+from .bars import new_bar
 from .report import Reporter, counted
 from .store import open_from
 
 __all__ = ["Tally", "run"]
-
-
-class _Bar(Protocol):
-    def update(self, n: float | None = 1) -> bool | None: ...
-    def close(self) -> None: ...
-
-
-class _NoBar:
-    """What stands in for the progress bar on a pipe or with ``--quiet``."""
-
-    def update(self, n: float | None = 1) -> bool | None:
-        return None
-
-    def close(self) -> None:
-        return None
 
 
 @dataclass
@@ -100,7 +85,7 @@ def run(arguments: argparse.Namespace, report: Reporter) -> int:
     tally = Tally(top=arguments.top)
     with open_from(arguments) as store:
         keys = _listed(store, report)
-        bar = _bar(report, total=len(keys), unit="doc", desc="reading")
+        bar = new_bar(report, total=len(keys), unit="doc", desc="reading")
         try:
             for key, stored in _read_all(store, keys, arguments.workers):
                 tally.add(key, stored)
@@ -112,7 +97,7 @@ def run(arguments: argparse.Namespace, report: Reporter) -> int:
 
 def _listed(store: Backend, report: Reporter) -> list[str]:
     """Every key, counted on the bar as the listing goes (its total is unknown until the end)."""
-    bar = _bar(report, total=None, unit="key", desc="listing")
+    bar = new_bar(report, total=None, unit="key", desc="listing")
     keys: list[str] = []
     listing = store.keys()  # a Backend's listing, not a dict's
     try:
@@ -122,14 +107,6 @@ def _listed(store: Backend, report: Reporter) -> list[str]:
     finally:
         bar.close()
     return keys
-
-
-def _bar(report: Reporter, *, total: int | None, unit: str, desc: str) -> _Bar:
-    if not report.progress:
-        return _NoBar()
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, leave=False, dynamic_ncols=True)
 
 
 def _read_all(store: Backend, keys: list[str], workers: int) -> Iterator[tuple[str, Stored | None]]:

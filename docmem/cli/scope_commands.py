@@ -18,6 +18,7 @@ from docmem.document import MemoryDocument, parse, render_recall
 from docmem.errors import InvalidArgument
 from docmem.journal import fresh_mutation_id
 from docmem.memory import BoundMemory, FileMemory
+from docmem.mutation import RemoveResult, SaveResult
 from docmem.tools import check_slot_name
 
 from .address import Address, resolve
@@ -110,12 +111,7 @@ def save(arguments: argparse.Namespace, report: Reporter) -> int:
         line = f"saved as memory {result.index} at revision {result.revision}"
     else:
         line = f"already saved as memory {result.index}, unchanged at revision {result.revision}"
-    return report.done(
-        f"{line}; mutation id {mutation_id}",
-        status=result.status,
-        index=result.index,
-        revision=result.revision,
-    )
+    return _done_at_index(report, line, mutation_id, result)
 
 
 def remove(arguments: argparse.Namespace, report: Reporter) -> int:
@@ -131,6 +127,13 @@ def remove(arguments: argparse.Namespace, report: Reporter) -> int:
         line = f"removed memory {result.index} at revision {result.revision}"
     else:
         line = f"no memory {result.index}, nothing removed (revision {result.revision})"
+    return _done_at_index(report, line, mutation_id, result)
+
+
+def _done_at_index(
+    report: Reporter, line: str, mutation_id: str, result: SaveResult | RemoveResult
+) -> int:
+    """The report of a save or remove: its line, then what ``--json`` gives."""
     return report.done(
         f"{line}; mutation id {mutation_id}",
         status=result.status,

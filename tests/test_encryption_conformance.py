@@ -23,22 +23,7 @@ from docmem.backends.local import LocalBackend
 from docmem.encryption import EncryptedStore, Keyring, LocalKey, encrypted
 from docmem.encryption.keyfile import render_keyring
 from docmem.registry import open_store
-from docmem.testing import BackendFactory, BackendTests, RawAccess
-
-
-class EncryptedRaw:
-    """Raw access to the wrapped store, with envelopes sealed and opened by the wrapper."""
-
-    def __init__(self, store: EncryptedStore, inner: RawAccess) -> None:
-        self._store = store
-        self._inner = inner
-
-    def get(self, key: str) -> bytes | None:
-        data = self._inner.get(key)
-        return None if data is None else self._store.decrypt(key, data)
-
-    def put(self, key: str, data: bytes) -> None:
-        self._inner.put(key, self._store.encrypt(key, data))
+from docmem.testing import BackendFactory, BackendTests, EncryptedRawAccess, RawAccess
 
 
 class TestEncryptedMemoryBackend(BackendTests):
@@ -53,7 +38,7 @@ class TestEncryptedMemoryBackend(BackendTests):
     def raw(self, backend: Backend) -> RawAccess:
         assert isinstance(backend, EncryptedStore)
         assert isinstance(backend.store, MemoryBackend)
-        return EncryptedRaw(backend, MemoryRaw(backend.store))
+        return EncryptedRawAccess(backend, MemoryRaw(backend.store))
 
     @pytest.fixture
     def unavailable_backend(self) -> Backend:
@@ -87,7 +72,7 @@ class TestEncryptedLocalBackend(BackendTests):
     def raw(self, backend: Backend) -> RawAccess:
         assert isinstance(backend, EncryptedStore)
         assert isinstance(backend.store, LocalBackend)
-        return EncryptedRaw(backend, LocalRaw(backend.store))
+        return EncryptedRawAccess(backend, LocalRaw(backend.store))
 
     @pytest.fixture
     def unavailable_backend(self, tmp_path: Path, keyring_file: Path) -> Backend:

@@ -32,7 +32,9 @@ Capabilities are class attributes: ``shared_between_processes`` defaults to
 the backend class's own flag and turns the process races on (they pass the
 pickled store to ``spawn``-ed children, so its class must be importable there).
 Every store, shared or not, must pickle as its URL and options into a copy
-that sees the same data within one process.
+that sees the same data within one process. To run the suite on a store
+under :func:`docmem.encrypted`, wrap its raw access in
+:class:`EncryptedRawAccess`.
 
 **Stability.** This package is stable API for plug-in authors, like
 ``docmem.backend`` and ``docmem.errors``: the names below, the three
@@ -58,7 +60,7 @@ tools (imported only explicitly: it needs LangChain).
 from __future__ import annotations
 
 from .adapters import AdapterHarness, AdapterTests
-from .conformance import BackendTests, RawAccess, increment_counter
+from .conformance import BackendTests, EncryptedRawAccess, RawAccess, increment_counter
 from .state_machine import BackendFactory, BackendStateMachine
 
 __all__ = [
@@ -67,6 +69,7 @@ __all__ = [
     "BackendFactory",
     "BackendStateMachine",
     "BackendTests",
+    "EncryptedRawAccess",
     "RawAccess",
     "increment_counter",
 ]

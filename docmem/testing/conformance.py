@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
-from typing import Any, ClassVar, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -34,7 +34,10 @@ from ..retry import RetryPolicy
 from .redaction import CANARY, SCOPE_CANARY, all_text, corrupt_documents
 from .state_machine import _MADE_UP_VERSION, BackendFactory, BackendStateMachine
 
-__all__ = ["BackendTests", "RawAccess", "increment_counter"]
+if TYPE_CHECKING:
+    from ..encryption import EncryptedStore
+
+__all__ = ["BackendTests", "EncryptedRawAccess", "RawAccess", "increment_counter"]
 
 _T = TypeVar("_T")
 
@@ -54,6 +57,26 @@ class RawAccess(Protocol):
     def put(self, key: str, data: bytes) -> None:
         """Store ``data`` under ``key`` unconditionally, bypassing the backend."""
         ...
+
+
+class EncryptedRawAccess:
+    """:class:`RawAccess` for an encrypted store (:func:`docmem.encrypted`) around ``inner``.
+
+    ``inner`` reaches the wrapped store; the bytes go in and out sealed with
+    the encrypted store's own keyring, so the suite's out-of-band writes are
+    documents the store can open.
+    """
+
+    def __init__(self, store: EncryptedStore, inner: RawAccess) -> None:
+        self._store = store
+        self._inner = inner
+
+    def get(self, key: str) -> bytes | None:
+        data = self._inner.get(key)
+        return None if data is None else self._store.decrypt(key, data)
+
+    def put(self, key: str, data: bytes) -> None:
+        self._inner.put(key, self._store.encrypt(key, data))
 
 
 def increment_counter(

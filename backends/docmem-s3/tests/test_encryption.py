@@ -23,7 +23,7 @@ import docmem
 from docmem.encryption import EncryptedStore, Keyring, KmsClient, KmsKey, encrypted
 from docmem.encryption.envelope import decode, header
 from docmem.errors import DocmemError, DocumentCorrupt, StoreUnavailable, UnknownKey
-from docmem.testing import BackendFactory, BackendTests, RawAccess
+from docmem.testing import BackendFactory, BackendTests, EncryptedRawAccess, RawAccess
 from docmem.testing.redaction import CANARY, SCOPE_CANARY, all_text
 from docmem_s3 import S3Backend
 
@@ -57,21 +57,6 @@ def encrypted_url(endpoint: str, keyring: str, *, kms: str | None = None, prefix
     )
 
 
-class EncryptedRaw:
-    """Raw S3 access with envelopes sealed and opened by the wrapper (the same keyring)."""
-
-    def __init__(self, store: EncryptedStore, inner: S3Raw) -> None:
-        self._store = store
-        self._inner = inner
-
-    def get(self, key: str) -> bytes | None:
-        data = self._inner.get(key)
-        return None if data is None else self._store.decrypt(key, data)
-
-    def put(self, key: str, data: bytes) -> None:
-        self._inner.put(key, self._store.encrypt(key, data))
-
-
 class TestEncryptedLocalStack(BackendTests):
     """The conformance suite on ``encrypted+s3://`` with a KMS keyring, from its URL."""
 
@@ -93,7 +78,7 @@ class TestEncryptedLocalStack(BackendTests):
     def raw(self, backend: docmem.Backend, localstack: str) -> RawAccess:
         assert isinstance(backend, EncryptedStore)
         assert isinstance(backend.store, S3Backend)
-        return EncryptedRaw(backend, S3Raw(backend.store, localstack))
+        return EncryptedRawAccess(backend, S3Raw(backend.store, localstack))
 
     @pytest.fixture
     def unavailable_backend(self, kms_keys: tuple[str, str], localstack: str) -> Any:

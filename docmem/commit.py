@@ -146,10 +146,7 @@ class PendingWrite:
         assert document is not None
         if not any(record.rev == pending for record in document.journal):
             self._observation.settled("ambiguous")
-            raise MutationAmbiguous(
-                f"cannot tell whether the write of revision {pending} landed; "
-                "check the memory before retrying"
-            )
+            raise MutationAmbiguous(f"cannot tell whether the write of revision {pending} landed")
         self._observation.settled("not_committed")
         self.revision = None
 
@@ -315,14 +312,16 @@ class _Batch:
 
     # -- answers ------------------------------------------------------------------
 
-    def _committed(self, member: Member[Any], record: journal.JournalRecord) -> None:
+    def _committed(
+        self, member: Member[Any], record: journal.JournalRecord | journal.AgedRecord
+    ) -> None:
         """``member``'s record is stored: its recorded result (after a lost answer, settled)."""
         work = _work(member)
         if work.pending.revision is not None:
             work.observation.settled("committed")  # our record is in it: the lost write landed
             if work.pending.created:  # a create whose answer was lost: fenced meanwhile?
                 self.io.confirm_created(self.lead)
-        self._finish(member, work.mutation.replay(record))
+        self._finish(member, work.mutation.result_of(record))
 
     def _answer(self, provisional: list[_Provisional]) -> None:
         for member, answer in provisional:
@@ -427,10 +426,7 @@ def _unmade(*, cancelled: bool, pending: bool) -> DocmemError:
     if cancelled:
         return Cancelled("the turn was cancelled; this change was not made")
     if pending:
-        return StoreBusy(
-            "memory did not confirm this change in time and it may still be applied; "
-            "try again shortly"
-        )
+        return StoreBusy("memory did not confirm this change in time and it may still be applied")
     return StoreBusy("memory is busy: other writers kept changing it; try again shortly")
 
 

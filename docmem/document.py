@@ -23,7 +23,15 @@ from types import MappingProxyType
 import msgspec
 
 from .errors import ContentRejected, DocumentCorrupt, IndexExhausted, LimitExceeded
-from .journal import MAX_RECORDS, OUTCOME_OF, JournalRecord, append
+from .journal import (
+    MAX_OLDER_IDS,
+    MAX_RECORDS,
+    OLDER_ID_BYTES,
+    OUTCOME_OF,
+    JournalRecord,
+    append,
+    remember,
+)
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
@@ -60,6 +68,7 @@ class _Header(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     last: int
     rev: int
     ops: tuple[JournalRecord, ...]
+    older: bytes = b""
     fence: str | None = None
 
 
@@ -73,8 +82,9 @@ class MemoryDocument:
 
     ``last`` is the last index ever allocated (-1 before the first save),
     ``revision`` counts committed mutations, ``journal`` holds the records of
-    the newest writing mutations, and ``fence`` is set while an operator
-    migrates the scope.
+    the newest writing mutations, ``older_ids`` the digests of the ids before
+    them (:func:`docmem.journal.remember`), and ``fence`` is set while an
+    operator migrates the scope.
     """
 
     entries: Mapping[int, str]
@@ -82,6 +92,7 @@ class MemoryDocument:
     revision: int = 0
     journal: tuple[JournalRecord, ...] = ()
     fence: str | None = None
+    older_ids: bytes = b""
 
     def __post_init__(self) -> None:
         # Always a private, index-sorted, read-only copy: serialize() relies on the order.
@@ -111,18 +122,29 @@ class MemoryDocument:
         return self._next(entries, last=self.last, record=record)
 
     def erased(self, record: JournalRecord) -> MemoryDocument:
-        """The header-only successor: ``last`` kept, the journal reduced to ``record``."""
+        """The header-only successor: ``last`` kept, the journal reduced to ``record``.
+
+        The ids of the records it drops join the older ids, so a late replay
+        of a mutation made before the erase cannot bring its effect back.
+        """
         return MemoryDocument(
-            {}, last=self.last, revision=record.rev, journal=(record,), fence=self.fence
+            {},
+            last=self.last,
+            revision=record.rev,
+            journal=(record,),
+            fence=self.fence,
+            older_ids=remember(self.older_ids, self.journal),
         )
 
     def _next(self, entries: dict[int, str], *, last: int, record: JournalRecord) -> MemoryDocument:
+        records, older_ids = append(self.journal, self.older_ids, record)
         return MemoryDocument(
             entries,
             last=last,
             revision=record.rev,
-            journal=append(self.journal, record),
+            journal=records,
             fence=self.fence,
+            older_ids=older_ids,
         )
 
 
@@ -143,6 +165,8 @@ def _check_header(header: _Header) -> None:
         raise _corrupt("'rev' is negative", 1)
     if len(header.ops) > MAX_RECORDS:
         raise _corrupt(f"the journal has more than {MAX_RECORDS} records", 1)
+    if len(header.older) % OLDER_ID_BYTES or len(header.older) > MAX_OLDER_IDS * OLDER_ID_BYTES:
+        raise _corrupt(f"'older' is not at most {MAX_OLDER_IDS} ids of {OLDER_ID_BYTES} bytes", 1)
     if header.fence is not None and not _FENCE.fullmatch(header.fence):
         raise _corrupt("'fence' is not 1-128 characters of [A-Za-z0-9._:-]", 1)
     previous = -1
@@ -180,7 +204,12 @@ def parse(data: bytes) -> MemoryDocument:
     header = _parse_header(lines[0])
     entries = _parse_entries(lines[1:], header.last)
     return MemoryDocument(
-        entries, last=header.last, revision=header.rev, journal=header.ops, fence=header.fence
+        entries,
+        last=header.last,
+        revision=header.rev,
+        journal=header.ops,
+        fence=header.fence,
+        older_ids=header.older,
     )
 
 
@@ -243,7 +272,11 @@ def _parse_entries(lines: list[str], last: int) -> dict[int, str]:
 def serialize(document: MemoryDocument) -> bytes:
     """The canonical bytes of a document (header line, then one line per entry)."""
     header = _Header(
-        last=document.last, rev=document.revision, ops=document.journal, fence=document.fence
+        last=document.last,
+        rev=document.revision,
+        ops=document.journal,
+        older=document.older_ids,
+        fence=document.fence,
     )
     lines = [f"{index}: {text}\n" for index, text in document.entries.items()]
     head = f"{_HEADER_START}{_encoder.encode(header).decode('utf-8')}{_HEADER_END}\n"
@@ -251,18 +284,23 @@ def serialize(document: MemoryDocument) -> bytes:
 
 
 def serialize_shrinking(document: MemoryDocument) -> tuple[MemoryDocument, bytes]:
-    """``document`` and its bytes, within :data:`MAX_DOCUMENT_BYTES` by dropping journal records.
+    """``document`` and its bytes, within :data:`MAX_DOCUMENT_BYTES` by dropping the journal.
 
     For a change that shrinks the memory (a remove, an erase), which must never
     fail a limit: next to the cap, a document with a short journal (written by
     an operator or a migration) can grow by the change's record more than the
-    removed line frees. The oldest records go first; the newest, the change's
-    own, goes last and only when it alone does not fit: then the change is
-    still made, and a retry of it finds the entry already gone (no second
-    effect) while a lost answer settles as ambiguous rather than as committed.
-    Entries are never dropped.
+    removed line frees. The older ids go first, oldest first, then the oldest
+    records; the newest, the change's own, goes last and only when it alone
+    does not fit: then the change is still made, and a retry of it finds the
+    entry already gone (no second effect) while a lost answer settles as
+    ambiguous rather than as committed. Entries are never dropped.
     """
     data = serialize(document)
+    while len(data) > MAX_DOCUMENT_BYTES and document.older_ids:
+        # Four base64 characters hold three bytes: drop what the excess takes, at least one id.
+        excess_ids = (len(data) - MAX_DOCUMENT_BYTES) * 3 // (4 * OLDER_ID_BYTES) + 1
+        document = replace(document, older_ids=document.older_ids[excess_ids * OLDER_ID_BYTES :])
+        data = serialize(document)
     while len(data) > MAX_DOCUMENT_BYTES and document.journal:
         document = replace(document, journal=document.journal[1:])
         data = serialize(document)

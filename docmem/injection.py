@@ -26,8 +26,9 @@ from typing import Any, Literal, TypeVar, overload
 from .errors import InvalidArgument
 
 __all__ = [
-    "Placement",
+    "Position",
     "ProjectedRecall",
+    "checked_position",
     "is_recalled",
     "mark_recalled",
     "message_role",
@@ -40,10 +41,21 @@ __all__ = [
 
 _M = TypeVar("_M")
 
-#: Where :func:`place_recalls` puts the copies: after the leading system messages
-#: (the prompt prefix stays cache-stable while memory is unchanged), or just
-#: before the newest user message (the prefix before it stays stable as memory changes).
-Placement = Literal["after_system", "before_last_user"]
+#: Where :func:`place_recalls` puts the copies among the messages: after the leading
+#: system messages (the prompt prefix stays cache-stable while memory is unchanged), or
+#: just before the newest user message (the prefix before it stays stable as memory
+#: changes). Every adapter's ``position=`` takes these.
+Position = Literal["after_system", "before_last_user"]
+
+
+def checked_position(position: object) -> Position:
+    """``position`` if it is a :data:`Position`; InvalidArgument otherwise."""
+    if position == "after_system":
+        return "after_system"
+    if position == "before_last_user":
+        return "before_last_user"
+    raise InvalidArgument("position must be 'after_system' or 'before_last_user'")
+
 
 _MARKER = re.compile(r"<!-- docmem:recall ([A-Za-z0-9_-]{1,48}) -->")
 _SYSTEM_ROLES = frozenset({"system", "developer"})
@@ -190,23 +202,21 @@ def place_recalls(
     messages: Sequence[_M],
     recalls: Sequence[ProjectedRecall],
     *,
-    placement: Placement = "after_system",
+    position: Position = "after_system",
     role_of: Callable[[Any], str | None] = message_role,
 ) -> list[_M | ProjectedRecall]:
-    """``messages`` (already without copies) with ``recalls`` inserted together at ``placement``.
+    """``messages`` (already without copies) with ``recalls`` inserted together at ``position``.
 
     ``"after_system"`` goes after the leading messages whose role is
     ``system`` or ``developer``; ``"before_last_user"`` just before the newest
     ``user`` message, or at the end when there is none.
     """
-    if placement == "after_system":
+    if checked_position(position) == "after_system":
         at = 0
         while at < len(messages) and role_of(messages[at]) in _SYSTEM_ROLES:
             at += 1
-    elif placement == "before_last_user":
+    else:
         users = [number for number, message in enumerate(messages) if role_of(message) == "user"]
         at = users[-1] if users else len(messages)
-    else:
-        raise InvalidArgument("placement must be 'after_system' or 'before_last_user'")
     placed: list[_M | ProjectedRecall] = [*messages[:at], *recalls, *messages[at:]]
     return placed

@@ -5,6 +5,12 @@ in the same conditional write, so a retried request is recognised (replay
 without a second effect) and an ambiguous write can be reconciled by reading.
 Records hold digests, never ids or text: the request digest covers the id so
 the journal cannot be used to confirm a guessed text.
+
+The newest :data:`MAX_RECORDS` records are kept whole. The ids of older ones
+(and of those an erase drops) are kept as short digests only, the newest
+:data:`MAX_OLDER_IDS` of them: enough to refuse a late replay a second effect
+long after its record aged out, at a fraction of a record's bytes
+(docs/design.md, section 5).
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Literal
 
 import msgspec
@@ -20,19 +28,27 @@ from .errors import InvalidArgument
 from .keys import encode_str, encode_tuple_header
 
 __all__ = [
+    "MAX_OLDER_IDS",
     "MAX_RECORDS",
+    "OLDER_ID_BYTES",
+    "AgedRecord",
     "JournalRecord",
     "Op",
     "OpOutcome",
     "append",
     "checked_mutation_id",
     "find",
+    "find_older",
     "fresh_mutation_id",
     "id_digest",
+    "remember",
     "request_digest",
 ]
 
 MAX_RECORDS = 32
+#: How many ids past the whole records are still recognised, and the bytes of each.
+MAX_OLDER_IDS = 320
+OLDER_ID_BYTES = 8
 Op = Literal["save", "remove", "erase"]
 OpOutcome = Literal["saved", "removed", "erased"]
 OUTCOME_OF: dict[str, str] = {"save": "saved", "remove": "removed", "erase": "erased"}
@@ -50,6 +66,16 @@ class JournalRecord(msgspec.Struct, array_like=True, frozen=True, forbid_unknown
     op: str
     outcome: str
     index: int | None
+
+
+@dataclass(frozen=True)
+class AgedRecord:
+    """A mutation id found among the older ids: applied once, its result no longer kept.
+
+    ``rev`` is the revision of the document it was found in, not the mutation's own.
+    """
+
+    rev: int
 
 
 def _digest16(data: bytes) -> str:
@@ -109,6 +135,36 @@ def find(records: tuple[JournalRecord, ...], digest: str) -> JournalRecord | Non
     return None
 
 
-def append(records: tuple[JournalRecord, ...], record: JournalRecord) -> tuple[JournalRecord, ...]:
-    """The journal with ``record`` added, keeping only the newest :data:`MAX_RECORDS`."""
-    return (*records, record)[-MAX_RECORDS:]
+def append(
+    records: tuple[JournalRecord, ...], older_ids: bytes, record: JournalRecord
+) -> tuple[tuple[JournalRecord, ...], bytes]:
+    """The journal with ``record`` added: the newest :data:`MAX_RECORDS` records, and the ids.
+
+    A record pushed out of the whole records leaves its id among ``older_ids``.
+    """
+    grown = (*records, record)
+    return grown[-MAX_RECORDS:], remember(older_ids, grown[:-MAX_RECORDS])
+
+
+def _older_id(digest: str) -> bytes:
+    """The first :data:`OLDER_ID_BYTES` of an id digest (22 base64url characters)."""
+    return base64.urlsafe_b64decode(digest + "==")[:OLDER_ID_BYTES]
+
+
+def remember(older_ids: bytes, records: Iterable[JournalRecord]) -> bytes:
+    """``older_ids`` with the ids of ``records`` added after them, the newest ones kept."""
+    added = b"".join([_older_id(record.id_digest) for record in records])
+    if not added:
+        return older_ids
+    return (older_ids + added)[-MAX_OLDER_IDS * OLDER_ID_BYTES :]
+
+
+def find_older(older_ids: bytes, digest: str) -> bool:
+    """Whether the id ``digest`` names is among ``older_ids`` (aligned: no match across two)."""
+    wanted = _older_id(digest)
+    at = older_ids.find(wanted)
+    while at != -1:
+        if at % OLDER_ID_BYTES == 0:
+            return True
+        at = older_ids.find(wanted, at + 1)
+    return False

@@ -4,7 +4,8 @@ Each operation (:class:`Save`, :class:`Remove`, :class:`Erase`) checks its
 arguments when it is made and then, for every document an attempt reads,
 :meth:`Mutation.decide` says what that document calls for:
 
-- :class:`Done`: our own journal record is there, the mutation already happened;
+- :class:`Done`: our own journal record (or our id among the older ids) is
+  there, the mutation already happened;
 - :class:`NoOp`: nothing to write (a duplicate save, an absent index or document);
 - :class:`Refused`: the document refuses the change (a fence, a limit, no index left);
 - :class:`Write`: these bytes, written over the version read, make the change.
@@ -38,7 +39,7 @@ from .errors import (
     ScopeFenced,
     SecretDetected,
 )
-from .journal import JournalRecord, Op
+from .journal import AgedRecord, JournalRecord, Op
 from .secrets import SecretFilter
 
 __all__ = [
@@ -59,29 +60,38 @@ __all__ = [
 _R = TypeVar("_R")
 
 
+# ``"replayed"``, in every result: the mutation id was applied before and its
+# record has aged out of the journal, so only the id is known (docs/design.md,
+# section 5). Nothing was written, and ``revision`` is the document's current one.
+
+
 @dataclass(frozen=True)
 class SaveResult:
-    """A committed save (``"saved"``) or an entry that was already there (``"duplicate"``)."""
+    """A committed save (``"saved"``), an entry already there (``"duplicate"``), or a replay.
 
-    status: Literal["saved", "duplicate"]
-    index: int
+    ``index`` is ``None`` only for ``"replayed"``: which index the first save
+    got is no longer known (the entry may since have been removed or erased).
+    """
+
+    status: Literal["saved", "duplicate", "replayed"]
+    index: int | None
     revision: int
 
 
 @dataclass(frozen=True)
 class RemoveResult:
-    """A committed removal (``"removed"``) or an index with no entry (``"absent"``)."""
+    """A committed removal (``"removed"``), an index with no entry (``"absent"``), or a replay."""
 
-    status: Literal["removed", "absent"]
+    status: Literal["removed", "absent", "replayed"]
     index: int
     revision: int
 
 
 @dataclass(frozen=True)
 class EraseResult:
-    """A committed erase (``"erased"``) or a scope with no document (``"absent"``)."""
+    """A committed erase (``"erased"``), a scope with no document (``"absent"``), or a replay."""
 
-    status: Literal["erased", "absent"]
+    status: Literal["erased", "absent", "replayed"]
     revision: int
 
 
@@ -131,7 +141,8 @@ class Mutation(abc.ABC, Generic[_R]):
     """One save, remove or erase under its ``mutation_id``, ready to decide on any document.
 
     Subclasses say what the change is (:meth:`apply`) and what a journal record
-    of it means (:meth:`replay`); :meth:`decide` adds what every mutation shares.
+    of it means (:meth:`replay`, :meth:`replayed`); :meth:`decide` adds what
+    every mutation shares.
     A ``shrinking`` change never fails a limit (docs/design.md, section 3).
     """
 
@@ -146,7 +157,7 @@ class Mutation(abc.ABC, Generic[_R]):
         """What ``document`` (``None``: the scope has none) calls for; see the module docstring."""
         mine = self.own_record(document)
         if mine is not None:
-            return Done(self.replay(mine))
+            return Done(self.result_of(mine))
         if document is not None and document.fence is not None:
             return Refused(
                 ScopeFenced("this memory is being migrated; changes are refused for now")
@@ -157,12 +168,28 @@ class Mutation(abc.ABC, Generic[_R]):
         except (LimitExceeded, IndexExhausted) as refusal:
             return Refused(refusal)
 
-    def own_record(self, document: MemoryDocument | None) -> JournalRecord | None:
-        """This mutation's record in ``document``; the same id for another request is refused."""
-        mine = journal.find(document.journal, self.id_digest) if document is not None else None
-        if mine is not None and mine.request_digest != self.request_digest:
+    def own_record(self, document: MemoryDocument | None) -> JournalRecord | AgedRecord | None:
+        """This mutation's record in ``document``; the same id for another request is refused.
+
+        An id found only among the older ids is an :class:`AgedRecord`: which
+        request it made is no longer known, so it is taken to be this one.
+        """
+        if document is None:
+            return None
+        mine = journal.find(document.journal, self.id_digest)
+        if mine is None:
+            if journal.find_older(document.older_ids, self.id_digest):
+                return AgedRecord(document.revision)
+            return None
+        if mine.request_digest != self.request_digest:
             raise MutationConflict("this mutation id was already used for a different request")
         return mine
+
+    def result_of(self, record: JournalRecord | AgedRecord) -> _R:
+        """The result :meth:`own_record`'s answer stands for."""
+        if isinstance(record, AgedRecord):
+            return self.replayed(record.rev)
+        return self.replay(record)
 
     @abc.abstractmethod
     def apply(self, document: MemoryDocument | None) -> Change[_R]:
@@ -171,6 +198,10 @@ class Mutation(abc.ABC, Generic[_R]):
     @abc.abstractmethod
     def replay(self, record: JournalRecord) -> _R:
         """The result this mutation's journal ``record`` stands for."""
+
+    @abc.abstractmethod
+    def replayed(self, revision: int) -> _R:
+        """The result of this mutation found among the older ids at ``revision``."""
 
     def record(self, document: MemoryDocument, index: int | None) -> JournalRecord:
         """The journal record of this mutation written over ``document``."""
@@ -237,6 +268,9 @@ class Save(Mutation[SaveResult]):
     def replay(self, record: JournalRecord) -> SaveResult:
         return SaveResult("saved", _index(record), record.rev)
 
+    def replayed(self, revision: int) -> SaveResult:
+        return SaveResult("replayed", None, revision)
+
     def _check_characters(self, before: MemoryDocument, after: MemoryDocument) -> None:
         """LimitExceeded when ``after`` renders past ``max_characters``, with what to do."""
         maximum = self.max_characters
@@ -276,6 +310,9 @@ class Remove(Mutation[RemoveResult]):
     def replay(self, record: JournalRecord) -> RemoveResult:
         return RemoveResult("removed", _index(record), record.rev)
 
+    def replayed(self, revision: int) -> RemoveResult:
+        return RemoveResult("replayed", self.index, revision)
+
 
 class Erase(Mutation[EraseResult]):
     """Rewrite the document header-only: ``last`` kept, the journal reduced to this record."""
@@ -293,6 +330,9 @@ class Erase(Mutation[EraseResult]):
 
     def replay(self, record: JournalRecord) -> EraseResult:
         return EraseResult("erased", record.rev)
+
+    def replayed(self, revision: int) -> EraseResult:
+        return EraseResult("replayed", revision)
 
 
 def _index(record: JournalRecord) -> int:

@@ -49,7 +49,7 @@ from typing import Any, TypeVar
 
 from ._threads import in_thread
 from .errors import Cancelled, DocmemError, InvalidArgument, RecallBatchInvalid
-from .injection import Placement, ProjectedRecall, message_role, place_recalls, user_text
+from .injection import Position, ProjectedRecall, message_role, place_recalls, user_text
 from .provider import Boundary, CaptureBoundary, CaptureContext, RecallContext, ToolsContext
 from .recall import LedgerCache, RecallLedger, projected_batch, split_recalls
 from .slot import MemorySlot, ScopeContext, SlotLock
@@ -168,6 +168,7 @@ class MemoryRuntime:
         call answers with docmem's sentence instead of the tools vanishing
         without a word.
         """
+        scope_context = checked_context(scope_context)
         if scope_context is None:
             return {}
         root = app_root if app_root is not None else os.getcwd()
@@ -203,6 +204,11 @@ class MemoryRuntime:
         ``session_id`` (e.g. ``thread/run``) when the model may reuse call ids
         across runs.
         """
+        try:
+            checked_context(scope_context)
+        except InvalidArgument as error:  # a host bug: logged, and the model told memory is off
+            logger.warning("docmem: %s", error.message)
+            return error_result(error)
         cancel = scope_context.cancel if scope_context is not None else None
         if cancel is not None and cancel.is_set():
             return error_result(_cancelled())
@@ -271,6 +277,7 @@ class MemoryRuntime:
         reads nothing. ``messages`` is what providers see as the conversation.
         Nothing is kept: the copies belong to this request only.
         """
+        scope_context = checked_context(scope_context)
         if scope_context is None:
             return []
         if scope_context.cancel is not None and scope_context.cancel.is_set():
@@ -303,7 +310,7 @@ class MemoryRuntime:
         messages: Sequence[_M],
         scope_context: ScopeContext | None,
         *,
-        placement: Placement = "after_system",
+        position: Position = "after_system",
         text_of: Callable[[Any], str | None] = user_text,
         role_of: Callable[[Any], str | None] = message_role,
         node: str = "agent",
@@ -314,20 +321,20 @@ class MemoryRuntime:
         Copies are recognised as :class:`ProjectedRecall` objects or by
         ``text_of`` (default: the text of user messages only) and
         :func:`docmem.is_recalled`, so one persisted by another process is
-        found too; the fresh ones go where ``placement`` says
+        found too; the fresh ones go where ``position`` says
         (:func:`docmem.place_recalls`). A save made after one call shows in
         the next. The result is for the request only: never store it.
         """
         conversation, _ = split_recalls(messages, text_of=text_of)
         recalls = self.recall(scope_context, messages=conversation, node=node, app_root=app_root)
-        return place_recalls(conversation, recalls, placement=placement, role_of=role_of)
+        return place_recalls(conversation, recalls, position=position, role_of=role_of)
 
     async def aprepare_model_call(
         self,
         messages: Sequence[_M],
         scope_context: ScopeContext | None,
         *,
-        placement: Placement = "after_system",
+        position: Position = "after_system",
         text_of: Callable[[Any], str | None] = user_text,
         role_of: Callable[[Any], str | None] = message_role,
         node: str = "agent",
@@ -338,7 +345,7 @@ class MemoryRuntime:
             self.prepare_model_call,
             messages,
             scope_context,
-            placement=placement,
+            position=position,
             text_of=text_of,
             role_of=role_of,
             node=node,
@@ -350,6 +357,8 @@ class MemoryRuntime:
         return self._locks(context.scope_context, context.app_root, context.node)
 
     def _locks(self, scope_context: ScopeContext, app_root: str, node: str) -> tuple[SlotLock, ...]:
+        if checked_context(scope_context) is None:
+            raise InvalidArgument("a turn needs a docmem.ScopeContext, not None")
         locks = []
         for slot in self.slots:
             lock = slot.lock(scope_context, app_root=app_root, node=node)
@@ -614,6 +623,21 @@ def _forget_pool_after_fork() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
+def checked_context(scope_context: object) -> ScopeContext | None:
+    """``scope_context`` if it is a :class:`ScopeContext` or ``None``, else InvalidArgument.
+
+    A host's resolver is checked where its answer enters docmem, so that a
+    wrong type (a bare ``Principal``, say) is named there, not met as a missing
+    attribute deep in a turn.
+    """
+    if scope_context is None or isinstance(scope_context, ScopeContext):
+        return scope_context
+    raise InvalidArgument(
+        f"the scope context is a {type(scope_context).__name__}, not a docmem.ScopeContext "
+        "or None; a resolver returns e.g. docmem.ScopeContext(principal=docmem.Principal(...))"
+    )
 
 
 def _cancelled() -> Cancelled:

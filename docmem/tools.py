@@ -179,9 +179,27 @@ def _schema_error(schema: Mapping[str, Any], args: object) -> str | None:
     return None
 
 
+#: What the model is told after the error's own sentence, by the error's ``outcome``.
+#: ``unknown`` must not read as a plain failure: a model told only "the read failed"
+#: retries under a new call id (a second note) or tells the user nothing was saved.
+OUTCOME_SENTENCES: Mapping[str, str] = {
+    "unknown": (
+        "The change may have been made: check the memory shown on the next turn "
+        "before trying it again."
+    ),
+    "committed": "The change itself was made.",
+}
+
+
 def error_result(error: DocmemError) -> ToolResult:
-    """A refused call as the model sees it: the error's content-free message as a sentence."""
-    return ToolResult(error.message[:1].upper() + error.message[1:] + ".", is_error=True)
+    """A refused call as the model sees it: the error's content-free sentence, then its outcome.
+
+    A mutation that may have landed (``outcome="unknown"``) or did land
+    (``"committed"``) says so in words the model can act on.
+    """
+    text = error.message[:1].upper() + error.message[1:] + "."
+    after = OUTCOME_SENTENCES.get(error.outcome or "")
+    return ToolResult(f"{text} {after}" if after else text, is_error=True)
 
 
 def decode_arguments(name: str, arguments: str | bytes) -> object | ToolResult:
@@ -289,7 +307,7 @@ class _Indexed(Protocol):
     def status(self) -> str: ...
 
     @property
-    def index(self) -> int: ...
+    def index(self) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -328,6 +346,9 @@ class MemoryTool:
         return Tool(spec.name, spec.description, spec.parameters, handler)
 
 
+#: A call whose mutation id was applied long ago (its journal record aged out).
+_REPLAYED = "This call was already carried out earlier; nothing was changed now."
+
 SAVE_MEMORY = MemoryTool(
     name="save_memory",
     description=(
@@ -351,6 +372,7 @@ SAVE_MEMORY = MemoryTool(
     sentences={
         "saved": "Saved as memory {index}.",
         "duplicate": "Already saved as memory {index}.",
+        "replayed": _REPLAYED,
     },
 )
 
@@ -377,5 +399,6 @@ REMOVE_MEMORY = MemoryTool(
     sentences={
         "removed": "Removed memory {index}.",
         "absent": "Memory {index} does not exist; nothing removed.",
+        "replayed": _REPLAYED,
     },
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import traceback
 import types
@@ -35,7 +36,14 @@ from docmem.errors import (
     IndexExhausted,
     LimitExceeded,
 )
-from docmem.journal import MAX_RECORDS, JournalRecord
+from docmem.journal import (
+    MAX_OLDER_IDS,
+    MAX_RECORDS,
+    OLDER_ID_BYTES,
+    JournalRecord,
+    find_older,
+    id_digest,
+)
 
 VECTORS = json.loads((Path(__file__).parent / "vectors" / "documents.json").read_text("utf-8"))
 HEADER = '<!-- docmem/1 {"last":1,"rev":2,"ops":[]} -->\n'
@@ -785,10 +793,17 @@ def documents(draw: st.DrawFn) -> MemoryDocument:
         )
     revision = draw(st.integers(max(revs, default=0), 10**7))
     fence = draw(st.none() | st.from_regex(r"[A-Za-z0-9._:-]{1,128}", fullmatch=True))
+    older = draw(st.integers(0, MAX_OLDER_IDS))
+    older_ids = draw(st.binary(min_size=older * OLDER_ID_BYTES, max_size=older * OLDER_ID_BYTES))
     pairs = list(zip(indexes, texts, strict=True))
     draw(st.randoms()).shuffle(pairs)  # insertion order must not matter
     return MemoryDocument(
-        dict(pairs), last=last, revision=revision, journal=tuple(journal), fence=fence
+        dict(pairs),
+        last=last,
+        revision=revision,
+        journal=tuple(journal),
+        fence=fence,
+        older_ids=older_ids,
     )
 
 
@@ -943,6 +958,42 @@ def test_erased_keeps_last_and_reduces_the_journal() -> None:
     assert render_recall(erased, "user").endswith("\n\nNo memories are saved.")
 
 
+def test_erased_keeps_the_ids_it_drops_among_the_older_ids() -> None:
+    document = new_document()
+    for number in range(3):
+        record = rec(number + 1, index=number, digest=id_digest(f"m{number}"))
+        document = document.with_entry(f"entry {number}", record)
+    erased = document.erased(rec(4, "erase", digest=id_digest("gdpr")))
+    assert len(erased.older_ids) == 3 * OLDER_ID_BYTES
+    assert all(find_older(erased.older_ids, id_digest(f"m{number}")) for number in range(3))
+    assert not find_older(erased.older_ids, id_digest("gdpr"))  # a whole record
+    assert parse(serialize(erased)) == erased
+
+
+def test_older_ids_are_written_after_the_records_and_omitted_when_none() -> None:
+    plain = MemoryDocument({}, revision=1, journal=(rec(1, "erase"),))
+    assert b'"older"' not in serialize(plain)
+    with_older = MemoryDocument(
+        {}, revision=1, journal=(rec(1, "erase"),), fence="mig-1", older_ids=b"\x01" * 16
+    )
+    header = serialize(with_older).split(b"\n")[0]
+    assert b'],"older":"AQEBAQEBAQEBAQEBAQEBAQ==","fence":"mig-1"}' in header
+    assert parse(serialize(with_older)) == with_older
+
+
+@pytest.mark.parametrize(
+    "older",
+    [
+        b"\x01" * 7,  # not whole ids
+        b"\x01" * (OLDER_ID_BYTES * (MAX_OLDER_IDS + 1)),  # too many
+    ],
+)
+def test_older_ids_of_the_wrong_length_are_corrupt(older: bytes) -> None:
+    data = serialize(MemoryDocument({}, revision=1, journal=(rec(1, "erase"),), older_ids=older))
+    with pytest.raises(DocumentCorrupt, match="'older'"):
+        parse(data)
+
+
 def test_erased_takes_the_revision_from_the_record() -> None:
     document = MemoryDocument({0: "a"}, last=0, revision=4, journal=(rec(4, index=0),))
     assert document.erased(rec(5, "erase")).revision == 5
@@ -954,16 +1005,14 @@ def _filler(document: MemoryDocument, size: int) -> MemoryDocument:
     entries = dict(document.entries)
     index = document.last + 1
     while True:
-        trial = MemoryDocument(
-            entries, last=999, revision=document.revision, journal=document.journal
-        )
+        trial = dataclasses.replace(document, entries=entries, last=999)
         room = size - len(serialize(trial)) - len(f"{index}: \n")
         if room <= MAX_ENTRY_BYTES:
             entries[index] = "x" * room
             break
         entries[index] = "x" * MAX_ENTRY_BYTES
         index += 1
-    result = MemoryDocument(entries, last=999, revision=document.revision, journal=document.journal)
+    result = dataclasses.replace(document, entries=entries, last=999)
     assert len(serialize(result)) == size
     return result
 
@@ -984,6 +1033,19 @@ def test_serialize_shrinking_drops_the_oldest_records_first() -> None:
     assert 0 < len(trimmed.journal) < len(records)
     assert trimmed.entries == document.entries
     assert (trimmed.last, trimmed.revision) == (document.last, document.revision)
+
+
+def test_serialize_shrinking_drops_the_oldest_older_ids_before_any_record() -> None:
+    records = tuple(rec(n + 1, "save", n) for n in range(5))
+    older_ids = b"".join(n.to_bytes(OLDER_ID_BYTES, "big") for n in range(MAX_OLDER_IDS))
+    base = MemoryDocument({}, revision=5, journal=records, older_ids=older_ids)
+    document = _filler(base, MAX_DOCUMENT_BYTES + 100)
+    trimmed, data = document_module.serialize_shrinking(document)
+    assert len(data) <= MAX_DOCUMENT_BYTES
+    assert trimmed.journal == records
+    assert 0 < len(trimmed.older_ids) < len(older_ids)
+    assert older_ids.endswith(trimmed.older_ids)  # the newest kept
+    assert trimmed.entries == document.entries
 
 
 def test_serialize_shrinking_never_drops_an_entry() -> None:

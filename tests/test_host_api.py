@@ -378,11 +378,11 @@ def test_before_last_user_placement(counting: CountingBackend) -> None:
         {"role": "user", "content": "q2"},
         {"role": "tool", "content": "result"},
     ]
-    prepared = runtime.prepare_model_call(history, ALICE, placement="before_last_user")
+    prepared = runtime.prepare_model_call(history, ALICE, position="before_last_user")
     assert isinstance(prepared[3], ProjectedRecall)
     assert [m for m in prepared if not isinstance(m, ProjectedRecall)] == history
     with pytest.raises(docmem.InvalidArgument):
-        runtime.prepare_model_call(history, ALICE, placement="middle")  # type: ignore[arg-type]
+        runtime.prepare_model_call(history, ALICE, position="middle")  # type: ignore[arg-type]
 
 
 def test_aprepare_model_call_matches_the_sync_form(counting: CountingBackend) -> None:

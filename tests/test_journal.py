@@ -17,13 +17,17 @@ from hypothesis import strategies as st
 
 from docmem.errors import InvalidArgument
 from docmem.journal import (
+    MAX_OLDER_IDS,
     MAX_RECORDS,
+    OLDER_ID_BYTES,
     OUTCOME_OF,
     JournalRecord,
     append,
     checked_mutation_id,
     find,
+    find_older,
     id_digest,
+    remember,
     request_digest,
 )
 
@@ -240,21 +244,23 @@ def test_find_compares_the_id_digest_only() -> None:
 def test_append_adds_newest_last() -> None:
     records: tuple[JournalRecord, ...] = ()
     for rev in range(1, 6):
-        records = append(records, _record(rev))
+        records, older = append(records, b"", _record(rev))
         assert len(records) == rev
         assert records[-1].rev == rev
+        assert older == b""
     assert [r.rev for r in records] == [1, 2, 3, 4, 5]
 
 
 def test_append_keeps_the_newest_32() -> None:
     full = tuple(_record(rev) for rev in range(1, MAX_RECORDS + 1))
     assert MAX_RECORDS == 32
-    assert len(append(full[:-1], full[-1])) == 32
-    records = append(full, _record(33))
+    assert len(append(full[:-1], b"", full[-1])[0]) == 32
+    records, older = append(full, b"", _record(33))
     assert len(records) == 32
     assert [r.rev for r in records] == list(range(2, 34))
+    assert older == remember(b"", full[:1])
     for rev in range(34, 134):
-        records = append(records, _record(rev))
+        records, older = append(records, older, _record(rev))
         assert len(records) == 32
     assert [r.rev for r in records] == list(range(102, 134))
 
@@ -262,7 +268,7 @@ def test_append_keeps_the_newest_32() -> None:
 def test_append_does_not_modify_its_input() -> None:
     full = tuple(_record(rev) for rev in range(1, MAX_RECORDS + 1))
     before = list(full)
-    append(full, _record(99))
+    append(full, b"", _record(99))
     assert list(full) == before
 
 
@@ -270,11 +276,54 @@ def test_append_does_not_modify_its_input() -> None:
 @given(st.integers(0, 100), st.integers(1, 100))
 def test_append_property(start: int, extra: int) -> None:
     records = tuple(_record(rev) for rev in range(1, start + 1))
+    older = b""
     for rev in range(start + 1, start + extra + 1):
-        records = append(records, _record(rev))
+        records, older = append(records, older, _record(rev))
     total = start + extra
     expected = list(range(max(1, total - MAX_RECORDS + 1), total + 1))
     assert [r.rev for r in records] == expected
+
+
+# --- older ids -------------------------------------------------------------------------------
+
+
+def _ided(rev: int) -> JournalRecord:
+    return _record(rev, id_digest(f"m{rev}"))
+
+
+def test_a_record_pushed_out_leaves_its_id_among_the_older_ids() -> None:
+    records: tuple[JournalRecord, ...] = ()
+    older = b""
+    for rev in range(1, MAX_RECORDS + 11):
+        records, older = append(records, older, _ided(rev))
+    assert len(older) == 10 * OLDER_ID_BYTES
+    for rev in range(1, 11):
+        assert find(records, id_digest(f"m{rev}")) is None
+        assert find_older(older, id_digest(f"m{rev}"))
+    assert not find_older(older, id_digest(f"m{MAX_RECORDS + 10}"))  # still a whole record
+    assert not find_older(older, id_digest("never"))
+
+
+def test_the_older_ids_keep_the_newest_320() -> None:
+    assert MAX_OLDER_IDS == 320  # with the 32 records: a window of 352 writing mutations
+    older = remember(b"", [_ided(rev) for rev in range(1, 401)])
+    assert len(older) == MAX_OLDER_IDS * OLDER_ID_BYTES
+    assert not find_older(older, id_digest("m80"))
+    assert all(find_older(older, id_digest(f"m{rev}")) for rev in range(81, 401))
+
+
+def test_an_older_id_is_the_head_of_the_id_digest() -> None:
+    digest = id_digest("sess-1/call_abc")
+    older = remember(b"", [_record(1, digest)])
+    assert older == base64.urlsafe_b64decode(digest + "==")[:OLDER_ID_BYTES]
+
+
+def test_find_older_matches_only_whole_aligned_ids() -> None:
+    wanted = remember(b"", [_record(1, id_digest("x"))])
+    # The same eight bytes straddling two stored ids are not a match.
+    straddling = b"\0" * 4 + wanted + b"\0" * 4
+    assert not find_older(straddling, id_digest("x"))
+    assert find_older(b"\0" * OLDER_ID_BYTES + wanted, id_digest("x"))
 
 
 # --- mutation ids ----------------------------------------------------------------------------

@@ -501,6 +501,84 @@ def test_erase_empties_keeps_last_and_purges_history(
     assert mem.inspect("e") == docmem.MutationRecord("erase", "erased", None, 3)
 
 
+def test_a_late_replay_of_a_save_never_undoes_an_erase(mem: docmem.BoundMemory) -> None:
+    mem.save("Lives at 12 Elm Street.", mutation_id="m1")
+    mem.erase(mutation_id="gdpr-1")
+    # A retry queue delivering the save late: recognised, not applied again.
+    assert mem.save("Lives at 12 Elm Street.", mutation_id="m1") == docmem.SaveResult(
+        "replayed", None, 2
+    )
+    document = mem.read()
+    assert document is not None
+    assert dict(document.entries) == {}
+    assert document.revision == 2
+    assert [record.op for record in document.journal] == ["erase"]
+
+
+def _churn(mem: docmem.BoundMemory, writes: int, prefix: str) -> None:
+    """``writes`` writing mutations that leave the document's entries as they were."""
+    for n in range(writes // 2):
+        index = mem.save(f"{prefix} {n}", mutation_id=f"{prefix}-s{n}").index
+        assert index is not None
+        mem.remove(index, mutation_id=f"{prefix}-r{n}")
+    if writes % 2:
+        mem.save(f"{prefix} last", mutation_id=f"{prefix}-last")
+
+
+def test_the_ids_an_erase_drops_stay_recognised_for_the_window(mem: docmem.BoundMemory) -> None:
+    mem.save("Lives at 12 Elm Street.", mutation_id="m1")
+    mem.erase(mutation_id="gdpr-1")
+    # The erase keeps the ids it drops among the older ids: they age out only
+    # as any other id does, once 352 newer writing mutations (the erase's own
+    # among them) follow.
+    _churn(mem, journal.MAX_RECORDS + journal.MAX_OLDER_IDS - 2, "later")
+    assert mem.save("Lives at 12 Elm Street.", mutation_id="m1").status == "replayed"
+    assert mem.remove(0, mutation_id="m1").status == "replayed"  # the id, whatever the request
+    document = mem.read()
+    assert document is not None
+    assert "Lives at 12 Elm Street." not in document.entries.values()
+
+
+def test_a_replay_after_the_journal_rolled_over_has_no_second_effect(
+    mem: docmem.BoundMemory,
+) -> None:
+    saved = mem.save("Lives at 12 Elm Street.", mutation_id="m1")
+    assert saved.index is not None
+    mem.remove(saved.index, mutation_id="r1")
+    _churn(mem, 40, "later")  # past the 32 whole records
+    assert mem.inspect("m1") is None  # its whole record is gone...
+    replayed = mem.save("Lives at 12 Elm Street.", mutation_id="m1")  # ...its id is not
+    assert replayed.status == "replayed"
+    assert mem.remove(saved.index, mutation_id="r1").status == "replayed"
+    document = mem.read()
+    assert document is not None
+    assert "Lives at 12 Elm Street." not in document.entries.values()
+
+
+def test_the_replay_window_is_the_newest_352_writing_mutations(mem: docmem.BoundMemory) -> None:
+    window = journal.MAX_RECORDS + journal.MAX_OLDER_IDS
+    assert window == 352  # 11 times the 32 whole records (docs/design.md, section 5)
+    mem.save("first", mutation_id="m1")
+    _churn(mem, window - 1, "a")  # m1 is now the oldest of the newest 352
+    assert mem.save("first", mutation_id="m1").status == "replayed"
+    mem.save("one more", mutation_id="m-last")
+    # Past the window the id is new again: a text still present is a duplicate.
+    assert mem.save("first", mutation_id="m1").status == "duplicate"
+
+
+def test_the_tool_tells_the_model_a_replay_changed_nothing(mem: docmem.BoundMemory) -> None:
+    tools = mem.tools()
+    save = tools["user__save_memory"]
+    assert save.call({"text": "Likes tea."}, call_id="c1", session_id="s").text == (
+        "Saved as memory 0."
+    )
+    mem.erase(mutation_id="e")
+    again = save.call({"text": "Likes tea."}, call_id="c1", session_id="s")
+    assert not again.is_error
+    assert again.text == "This call was already carried out earlier; nothing was changed now."
+    assert mem.recall()[0].content.endswith("No memories are saved.")
+
+
 def test_erase_whose_purge_fails_reports_committed(
     scripted: tuple[ScriptedBackend, docmem.BoundMemory], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1128,3 +1128,24 @@ def test_every_provider_context_carries_the_turns_cancel_event() -> None:
     runtime.turn_started(turn("t2", ["q"]))
     assert provider.recalls[-1].cancel is None
     assert provider.tool_calls[-1].cancel is None
+
+
+# -- the resolver's answer is checked where it enters (issue 21, item 9) ------------
+
+
+def test_a_principal_in_place_of_a_scope_context_is_named_at_the_boundary() -> None:
+    runtime = docmem.MemoryRuntime([user_slot(docmem.FileMemory(docmem.open_store("memory://")))])
+    wrong: Any = docmem.Principal("user", "auth0", "u_1")
+    for call in (
+        lambda: runtime.recall(wrong),
+        lambda: runtime.tool_specs_for(wrong),
+        lambda: runtime.prepare_model_call([], wrong),
+    ):
+        with pytest.raises(docmem.InvalidArgument, match=r"is a Principal, not a docmem\.Scope"):
+            call()
+    result = runtime.dispatch(
+        wrong, "user__save_memory", {"text": "x"}, call_id="c", session_id="s"
+    )
+    assert result.is_error
+    assert "is a Principal, not a docmem.ScopeContext" in result.text
+    assert "u_1" not in result.text

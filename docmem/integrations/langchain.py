@@ -24,11 +24,14 @@ message id that ``add_messages`` replaces in place: a copy is placed at
 ``position`` when it first appears, and stays there as the thread grows.
 
 A tool call's mutation id is ``<thread_id>/<run>/<tool_call_id>``: ``<run>``
-is the ``run_id`` given in the ``RunnableConfig``, else an id the middleware
-draws when the run starts (``before_agent``) and keeps in graph state, so a
-model that numbers its calls ``call_1`` in every run never collides with its
-previous run, while the same call replayed within a run (a resumed run
-included) is recognised and has no second effect.
+is an id the middleware draws when an ``invoke`` starts (``before_agent``)
+and keeps in graph state, so a model that numbers its calls ``call_1`` in
+every run never collides with its previous run, while the same call replayed
+within a run, a run resumed from its checkpoint (``invoke(None, config)``,
+after an interrupt) included, is recognised and has no second effect. The
+``run_id`` of the ``RunnableConfig`` is used only when graph state holds no
+such id: invoking a run again, even under the same ``run_id``, draws a new
+id, and its tool calls are new mutations.
 """
 
 from __future__ import annotations
@@ -39,7 +42,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any
 
 from docmem import (
-    InvalidArgument,
     MemoryRuntime,
     MemorySlot,
     ProjectedRecall,
@@ -50,7 +52,7 @@ from docmem import (
     message_text,
     place_recalls,
 )
-from docmem.injection import Placement
+from docmem.injection import Position, checked_position
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
@@ -75,15 +77,13 @@ try:
     from typing_extensions import NotRequired
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError(
-        'docmem.integrations.langchain needs LangChain: pip install "docmem[langchain]"'
+        'docmem.integrations.langchain needs LangChain: pip install "agent-docmem[langchain]"'
     ) from error
 
 __all__ = ["COPY_ID_PREFIX", "DocmemMiddleware", "DocmemState", "Position", "copy_id", "is_copy"]
 
 logger = logging.getLogger("docmem")
 
-#: Where request-only copies go: after the system prompt, or just before the newest user message.
-Position = Placement
 #: The id prefix of every message that carries a recalled copy.
 COPY_ID_PREFIX = "docmem:"
 _UNRESOLVED = ToolResult("Memory is unavailable: its scope could not be resolved.", is_error=True)
@@ -141,7 +141,7 @@ def _persisted_update(
     copies = [message for message in messages if is_copy(message)]
     if set(wanted) - {message.id for message in copies}:
         conversation = [message for message in messages if not is_copy(message)]
-        placed = place_recalls(conversation, recalls, placement=position)
+        placed = place_recalls(conversation, recalls, position=position)
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *_as_messages(placed)]}
     update: list[BaseMessage] = []
     for message in copies:
@@ -205,8 +205,7 @@ class DocmemMiddleware(AgentMiddleware[DocmemState, ContextT, Any]):
         persist: bool = False,
         position: Position = "after_system",
     ) -> None:
-        if position not in ("after_system", "before_last_user"):
-            raise InvalidArgument("position must be 'after_system' or 'before_last_user'")
+        checked_position(position)
         super().__init__()
         self.runtime = MemoryRuntime(slots)
         self.scope_context = scope_context
@@ -328,7 +327,7 @@ class DocmemMiddleware(AgentMiddleware[DocmemState, ContextT, Any]):
         if self.persist:
             return handler(self._request(request, scope, request.messages))
         conversation = [message for message in request.messages if not is_copy(message)]
-        placed = self.runtime.prepare_model_call(conversation, scope, placement=self.position)
+        placed = self.runtime.prepare_model_call(conversation, scope, position=self.position)
         return handler(self._request(request, scope, _as_messages(placed)))
 
     async def awrap_model_call(
@@ -341,7 +340,5 @@ class DocmemMiddleware(AgentMiddleware[DocmemState, ContextT, Any]):
         if self.persist:
             return await handler(self._request(request, scope, request.messages))
         conversation = [message for message in request.messages if not is_copy(message)]
-        placed = await self.runtime.aprepare_model_call(
-            conversation, scope, placement=self.position
-        )
+        placed = await self.runtime.aprepare_model_call(conversation, scope, position=self.position)
         return await handler(self._request(request, scope, _as_messages(placed)))

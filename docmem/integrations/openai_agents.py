@@ -38,7 +38,7 @@ try:
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "docmem.integrations.openai_agents needs the OpenAI Agents SDK: "
-        'pip install "docmem[openai-agents]"'
+        'pip install "agent-docmem[openai-agents]"'
     ) from error
 
 import docmem
@@ -51,7 +51,7 @@ ContextT = TypeVar("ContextT")
 #: Where the documents go: user messages in ``input``, or the end of ``instructions``.
 Placement = Literal["input", "instructions"]
 #: Where in ``input`` the copies go (as :func:`docmem.place_recalls` places them).
-Position = injection.Placement
+Position = injection.Position
 
 _MESSAGE_TYPES = (None, "message")
 
@@ -113,15 +113,13 @@ class DocmemMemory(Generic[ContextT]):
     ) -> None:
         if placement not in ("input", "instructions"):
             raise docmem.InvalidArgument("placement must be 'input' or 'instructions'")
-        if position not in ("after_system", "before_last_user"):
-            raise docmem.InvalidArgument("position must be 'after_system' or 'before_last_user'")
         if not callable(scope_context):
             raise docmem.InvalidArgument("scope_context must be a callable of the run context")
         self.runtime = MemoryRuntime(slots)
         self._scope_context = scope_context
         self._session_id = session_id
         self._placement: Placement = placement
-        self._position: Position = position
+        self._position: Position = injection.checked_position(position)
         self._specs = self.runtime.tool_specs()
 
     def __repr__(self) -> str:
@@ -211,7 +209,7 @@ class DocmemMemory(Generic[ContextT]):
             prepared = await self.runtime.aprepare_model_call(
                 model.input,
                 scope,
-                placement=self._position,
+                position=self._position,
                 text_of=_item_text,
                 role_of=_item_role,
             )

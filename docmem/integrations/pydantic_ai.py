@@ -50,12 +50,12 @@ try:
     from pydantic_core import SchemaValidator, core_schema
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        'docmem.integrations.pydantic_ai needs Pydantic AI: pip install "docmem[pydantic-ai]"'
+        'docmem.integrations.pydantic_ai needs Pydantic AI: pip install "agent-docmem[pydantic-ai]"'
     ) from error
 
 import docmem
 from docmem import MemoryRuntime, MemorySlot, ProjectedRecall, ScopeContext
-from docmem.injection import Placement
+from docmem.injection import Position, checked_position
 
 __all__ = ["METADATA_KEY", "DocmemCapability", "Position"]
 
@@ -64,7 +64,6 @@ DepsT = TypeVar("DepsT")
 #: Where the copies go: after the leading system prompt parts of the first
 #: request (the prefix stays cache-stable while memory is unchanged), or just
 #: before the newest user prompt (the conversation before it stays stable).
-Position = Placement
 
 #: The ``TextContent.metadata`` key on every copy this capability adds.
 METADATA_KEY = "docmem"
@@ -106,11 +105,9 @@ class DocmemCapability(AbstractCapability[DepsT]):
         scope_context: Callable[[DepsT], ScopeContext | None],
         position: Position = "after_system",
     ) -> None:
-        if position not in ("after_system", "before_last_user"):
-            raise docmem.InvalidArgument("position must be 'after_system' or 'before_last_user'")
+        self.position: Position = checked_position(position)
         self.runtime = MemoryRuntime(slots)
         self.scope_context = scope_context
-        self.position: Position = position
         self._toolset = _DocmemToolset(self)
 
     def __repr__(self) -> str:

@@ -148,7 +148,7 @@ def _save_worker(
     barrier: Barrier,
     results: Queue[Any],
 ) -> None:
-    def save_all(backend: Backend) -> list[tuple[str, int]]:
+    def save_all(backend: Backend) -> list[tuple[str, int | None]]:
         bound = FileMemory(backend).bind(lock_scope(namespace=namespace, scope=scope), slot="user")
         saved = [bound.save(text, mutation_id=uuid.uuid4().hex) for text in texts]
         return [(result.status, result.index) for result in saved]
@@ -157,7 +157,7 @@ def _save_worker(
 
 
 #: One answer of a group-commit race: (text, status, index, revision, mutation id).
-_Answer = tuple[str, str, int, int, str]
+_Answer = tuple[str, str, int | None, int, str]
 
 
 def _save_in_threads(
@@ -721,13 +721,16 @@ class BackendTests:
         _assert_counted_once(backend, written, total)
 
     def _check_saves(
-        self, backend: Backend, scope: tuple[str, ...], results: list[list[tuple[str, int]]]
+        self,
+        backend: Backend,
+        scope: tuple[str, ...],
+        results: list[list[tuple[str, int | None]]],
     ) -> None:
         workers, saves = self.memory_race_workers, self.memory_race_saves
         total = workers * saves
         flat = [result for per_worker in results for result in per_worker]
         assert [status for status, _ in flat] == ["saved"] * total
-        indexes = [index for _, index in flat]
+        indexes = [index for _, index in flat if index is not None]
         assert sorted(indexes) == list(range(total)), "indexes were reused or skipped"
         bound = FileMemory(backend).bind(
             lock_scope(namespace="docmem-conformance", scope=scope), slot="user"
@@ -746,7 +749,7 @@ class BackendTests:
         texts = _race_texts(self.memory_race_workers, self.memory_race_saves)
         per_worker = self.memory_race_saves
 
-        def save_all(worker: int) -> list[tuple[str, int]]:
+        def save_all(worker: int) -> list[tuple[str, int | None]]:
             mine = texts[worker * per_worker : (worker + 1) * per_worker]
             saved = [bound.save(text, mutation_id=uuid.uuid4().hex) for text in mine]
             return [(result.status, result.index) for result in saved]
@@ -797,6 +800,7 @@ class BackendTests:
         )
         assert sorted(document.entries.values()) == sorted({text for text, *_ in answers})
         for text, status, index, _, _ in answers:
+            assert index is not None, f"a {status} answer names no entry"
             assert document.entries[index] == text, f"a {status} answer names another entry"
         revisions = sorted(revision for *_, revision, _ in saved)
         assert revisions == list(range(1, len(saved) + 1)), "one revision per committed save"

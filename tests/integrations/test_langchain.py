@@ -853,7 +853,7 @@ def test_a_missing_framework_names_the_extra() -> None:
         "except ImportError as e:\n    print(e)\n"
     )
     out = subprocess.run([sys.executable, "-B", "-c", code], capture_output=True, text=True)
-    assert 'pip install "docmem[langchain]"' in out.stdout, out.stderr
+    assert 'pip install "agent-docmem[langchain]"' in out.stdout, out.stderr
 
 
 def test_the_middleware_is_an_agent_middleware_with_its_tools(harness: LangChainHarness) -> None:

@@ -636,4 +636,4 @@ def test_a_missing_sdk_names_the_extra() -> None:
         "except ImportError as error:\n    print(error)\n"
     )
     assert done.returncode == 0, done.stderr
-    assert 'pip install "docmem[openai-agents]"' in done.stdout
+    assert 'pip install "agent-docmem[openai-agents]"' in done.stdout

@@ -571,7 +571,7 @@ def test_importing_docmem_never_imports_pydantic_ai() -> None:
     out = subprocess.run(
         [sys.executable, "-B", "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     )
-    assert 'pip install "docmem[pydantic-ai]"' in out.stdout
+    assert 'pip install "agent-docmem[pydantic-ai]"' in out.stdout
 
 
 def test_the_run_context_has_the_ids_the_mutation_id_is_built_from() -> None:

@@ -1,7 +1,8 @@
 """``docmem probe``: does the store really honour conditional writes? Checked, never assumed.
 
 An ``s3://`` store runs docmem-s3's own probe (``docmem_s3.probe``: ETag
-checks and a race of concurrent creates). Every other store runs the
+checks and a race of concurrent creates), which also reports whether the
+bucket keeps older versions (an erase must then purge them). Every other store runs the
 backend contract's checks here, through the :class:`docmem.Backend` API
 alone, on a probe key of its own that is deleted afterwards: a create, a
 second create refused, a write naming a made-up, a read's, a write's and a
@@ -41,7 +42,9 @@ def run(arguments: argparse.Namespace, report: Reporter) -> int:
             which = "docmem-s3"
             report.note(probe=which)
             report.say(f"probe: docmem-s3's conditional-write checks on {scheme}://")
-            checks = _s3_checks(store, writers)
+            checks, versioning = _s3_checks(store, writers)
+            report.note(versioning=versioning)
+            report.say(f"versioning: {versioning}")
         else:
             which = "contract"
             report.note(probe=which)
@@ -64,12 +67,13 @@ def run(arguments: argparse.Namespace, report: Reporter) -> int:
     )
 
 
-def _s3_checks(store: Backend, writers: int) -> list[Check]:
-    """docmem-s3's probe; it raises ConditionsNotHonoured, naming each failed check, on a miss."""
+def _s3_checks(store: Backend, writers: int) -> tuple[list[Check], str]:
+    """docmem-s3's probe and the bucket's versioning; a miss raises ConditionsNotHonoured."""
     from docmem_s3 import S3Backend, probe
 
     assert isinstance(store, S3Backend)
-    return list(probe(store, writers=writers).checks)
+    found = probe(store, writers=writers)
+    return list(found.checks), found.versioning
 
 
 def _probe_document(revision: int) -> bytes:

@@ -31,7 +31,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for name, passed in report.checks:
         print(f"{'ok' if passed else 'FAILED'}: {name}")
+    print(f"versioning: {report.versioning}{_NOTES[report.versioning]}")
     return 0
+
+
+_NOTES = {
+    "enabled": " (an erase deletes older versions: needs s3:ListBucketVersions, "
+    "s3:DeleteObjectVersion)",
+    "suspended": " (older versions kept while it was enabled: an erase deletes them, which "
+    "needs s3:ListBucketVersions, s3:DeleteObjectVersion)",
+    "unversioned": " (no older versions are kept)",
+    "unknown": " (GetBucketVersioning refused or failed: an erase will list versions to be "
+    "sure, which needs s3:ListBucketVersions)",
+}
 
 
 if __name__ == "__main__":

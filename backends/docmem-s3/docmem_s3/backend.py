@@ -11,6 +11,10 @@ answer and every failure, whatever library raised it, is classified by one
 table; an answer without a well-formed ETag is refused, never used as a
 version (:func:`docmem_s3.errors.etag_of`).
 
+On a versioned bucket every PUT keeps the object it replaced, so
+:meth:`S3Backend.purge_history`, an erase's last step, deletes the document's
+older versions (:mod:`docmem_s3.history`).
+
 Reads of a key seen before send ``If-None-Match: <etag>``: an unchanged
 document costs a 304 with no body, served from a small per-process cache.
 Before the first write through a store, once per process and (endpoint,
@@ -53,6 +57,7 @@ from .errors import (
     s3_answers,
     usable_etag,
 )
+from .history import Versioning, keeps_versions, purge_older_versions, versioning
 from .probe import ProbeReport, Target, checks, race, refuse
 
 __all__ = ["S3Backend", "S3Options", "normalize_etag", "probe"]
@@ -170,6 +175,9 @@ class S3Backend(Backend):
         # read_recent asks the server (a 304 when nothing changed) until one GET is a 304.
         self._contended = ContendedKeys(self.cache_size)
         self._clients: PerProcess[tuple[Any, Any]] = PerProcess(self._build_clients)
+        # The bucket's versioning once seen enabled or suspended: it never becomes
+        # unversioned again, so later erases need not ask.
+        self._versioned: Versioning | None = None
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> S3Backend:
@@ -358,6 +366,23 @@ class S3Backend(Backend):
         with contextlib.suppress(Missing), s3_answers("delete", bucket=self.bucket):
             reader.delete_object(Bucket=self.bucket, Key=object_key)
 
+    def purge_history(self, key: str) -> None:
+        """Delete every version of ``key`` but the current one, when the bucket keeps versions.
+
+        Why: on a versioned bucket each PUT keeps the object it replaced, so
+        the text an erase removed would stay readable by version id. A
+        bucket that never kept versions costs one GetBucketVersioning and
+        nothing more. HistoryKept (a StoreUnavailable; the erase reports it
+        with outcome ``committed``) when older versions may be left.
+        """
+        object_key = self.object_key(key)
+        reader, _ = self.clients()
+        state = self._versioned or versioning(reader, self.bucket)
+        if state in ("enabled", "suspended"):
+            self._versioned = state
+        if keeps_versions(state):
+            purge_older_versions(reader, self.bucket, object_key, state)
+
     def keys(self) -> Iterator[str]:
         for key, _ in self._listed():
             yield key
@@ -431,7 +456,7 @@ def probe(store: S3Backend, *, writers: int = 8) -> ProbeReport:
         found.append(race(target, writers))
     refuse(found)
     _verified.mark(store.identity)
-    return ProbeReport(tuple(found))
+    return ProbeReport(tuple(found), versioning=versioning(target.reader, target.bucket))
 
 
 class _OncePerIdentity:

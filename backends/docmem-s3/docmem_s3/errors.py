@@ -1,8 +1,8 @@
 """How S3 answers map onto docmem's errors: one table, one mapping, most specific row first.
 
-Every client call that talks to S3 (the backend's, the probe's, docmem-fsspec's
-S3 create) runs inside :class:`s3_answers`, which raises the docmem error its
-row names::
+Every client call that talks to S3 (the backend's, the probe's, the purge of a
+versioned bucket's older versions, docmem-fsspec's S3 create) runs inside
+:class:`s3_answers`, which raises the docmem error its row names::
 
     with s3_answers("update", bucket=bucket):
         response = writer.put_object(Bucket=bucket, Key=key, Body=data, IfMatch=etag)
@@ -15,7 +15,7 @@ meanwhile), and a misconfiguration when the bucket is missing.
 connection, a reset, a body cut short, an answer botocore cannot parse) by
 whether the request may have been sent. Two error answers are no errors to
 docmem: :class:`Missing` and :class:`NotModified` are raised for the caller
-to catch.
+to catch, and so is :class:`NoVersioning` for a server without bucket versioning.
 
 One kind of answer never reaches the tables: a successful answer whose ETag
 is missing, empty or malformed breaks the protocol (:func:`etag_of`), since
@@ -55,11 +55,14 @@ __all__ = [
     "FAILURES",
     "MAY_HAVE_BEEN_SENT",
     "NOT_SENT",
+    "PERMISSIONS",
+    "REFUSED",
     "RULES",
     "UNREADABLE",
     "UNSUPPORTED",
     "Failure",
     "Missing",
+    "NoVersioning",
     "NotAnError",
     "NotModified",
     "Operation",
@@ -74,7 +77,16 @@ __all__ = [
     "usable_etag",
 ]
 
-Operation = Literal["read", "create", "update", "delete", "list"]
+Operation = Literal[
+    "read",
+    "create",
+    "update",
+    "delete",
+    "list",
+    "get-versioning",
+    "list-versions",
+    "delete-version",
+]
 
 
 class NotAnError(Exception):
@@ -90,6 +102,10 @@ class Missing(NotAnError):
 
 class NotModified(NotAnError):
     """A 304 to a conditional GET: the cached copy is current."""
+
+
+class NoVersioning(NotAnError):
+    """The server implements no bucket versioning, so it keeps no older versions to purge."""
 
 
 #: The code :func:`answer` gives an error whose announced body could not be parsed (cut
@@ -112,9 +128,31 @@ class Rule:
     why: str
 
 
-_ANY = frozenset({"read", "create", "update", "delete", "list"})
+#: The calls on a versioned bucket's history: GetBucketVersioning, ListObjectVersions and
+#: DeleteObject with a VersionId (``docmem_s3.history``).
+_HISTORY = frozenset({"get-versioning", "list-versions", "delete-version"})
+_ANY = frozenset({"read", "create", "update", "delete", "list"}) | _HISTORY
 _WRITES = frozenset({"create", "update"})
 _READS = _ANY - _WRITES
+
+#: The permission each history call needs, named when it is refused. Only these: an
+#: AccessDenied on a PUT may be KMS refusing the key, not S3 refusing s3:PutObject.
+PERMISSIONS: Mapping[str, str] = {
+    "get-versioning": "s3:GetBucketVersioning",
+    "list-versions": "s3:ListBucketVersions",
+    "delete-version": "s3:DeleteObjectVersion",
+}
+
+#: A history call refused: the message names the permission it needs (:data:`PERMISSIONS`).
+REFUSED: tuple[Rule, ...] = (
+    Rule(
+        _HISTORY,
+        "AccessDenied",
+        None,
+        StoreUnavailable,
+        "refused: the credentials lack the one permission this history call needs",
+    ),
+)
 
 #: The server does not implement conditional writes: the probe refuses such a store outright.
 UNSUPPORTED: tuple[Rule, ...] = (
@@ -155,6 +193,29 @@ RULES: tuple[Rule, ...] = (
         "If-Match on an object deleted meanwhile (no error body)",
     ),
     Rule(frozenset({"delete"}), "NoSuchKey", None, Missing, "already gone"),
+    Rule(
+        frozenset({"delete-version"}),
+        "NoSuchVersion",
+        None,
+        Missing,
+        "already gone: another purge deleted it first",
+    ),
+    Rule(frozenset({"delete-version"}), "NoSuchKey", None, Missing, "already gone"),
+    *REFUSED,
+    Rule(
+        frozenset({"get-versioning"}),
+        "NotImplemented",
+        None,
+        NoVersioning,
+        "a server without bucket versioning keeps no older versions",
+    ),
+    Rule(
+        frozenset({"get-versioning"}),
+        None,
+        501,
+        NoVersioning,
+        "a server without bucket versioning keeps no older versions (no error body)",
+    ),
     Rule(_WRITES, "PreconditionFailed", None, VersionConflict, "the condition did not hold"),
     Rule(_WRITES, None, 412, VersionConflict, "the condition did not hold"),
     Rule(
@@ -386,6 +447,11 @@ class s3_answers:  # lower case, like contextlib's context managers
         if code == "NoSuchBucket":
             named = f" {self.bucket!r}" if self.bucket else ""
             return StoreUnavailable(f"the s3 bucket{named} does not exist")
+        if self.rule in REFUSED:
+            return result(
+                f"the s3 {operation} was refused (HTTP {status}, {code}): the credentials "
+                f"need {PERMISSIONS[operation]}"
+            )
         return result(f"the s3 {operation} failed (HTTP {status}, {code})")
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from docmem.errors import DocmemError, StoreNotConfigured, StoreUnavailable, VersionConflict
 
 from .errors import UNSUPPORTED, Missing, NotAnError, s3_answers, usable_etag
+from .history import Versioning, keeps_versions
 
 __all__ = ["Check", "ConditionsNotHonoured", "ProbeReport", "Target", "checks", "race", "refuse"]
 
@@ -49,9 +50,22 @@ class ConditionsNotHonoured(StoreUnavailable):
 
 @dataclass(frozen=True)
 class ProbeReport:
-    """What :func:`docmem_s3.probe` checked: each check's name and whether it held."""
+    """What :func:`docmem_s3.probe` checked: each check's name and whether it held.
+
+    ``versioning`` is what GetBucketVersioning said of the bucket
+    (:data:`docmem_s3.history.Versioning`): no check, since a versioned bucket
+    is fine, but an erase then has older versions to delete, which needs
+    s3:ListBucketVersions and s3:DeleteObjectVersion; "unknown" when the
+    question was refused or failed.
+    """
 
     checks: tuple[Check, ...]
+    versioning: Versioning = "unknown"
+
+    @property
+    def keeps_versions(self) -> bool:
+        """Whether the bucket may keep older versions of a document ("unknown" may)."""
+        return keeps_versions(self.versioning)
 
     @property
     def ok(self) -> bool:

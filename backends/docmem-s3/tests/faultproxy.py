@@ -17,6 +17,7 @@ Faults (:data:`FAULTS`):
 ``reset``        reset the client's connection without forwarding anything
 ``drop``         forward (a write lands), then reset instead of answering
 ``500``/``503``  answer an S3 error without forwarding
+``403``          answer ``AccessDenied`` without forwarding: credentials lacking a permission
 ``landed-500``/``landed-503``  forward (a write lands), answer an S3 error
 ``cut``          forward, send the headers (full ``Content-Length``) and half
                  of the body, then close; an answer without a body is cut
@@ -68,6 +69,7 @@ FAULTS = (
     "drop",
     "500",
     "503",
+    "403",
     "landed-500",
     "landed-503",
     "cut",
@@ -83,8 +85,8 @@ _MAX_HEADERS = 200
 _MAX_BODY = 16 * 1024 * 1024
 _IDLE_TIMEOUT = 30.0
 _UPSTREAM_TIMEOUT = 30.0
-_ERROR_CODES = {500: "InternalError", 503: "ServiceUnavailable"}
-_REASONS = {500: "Internal Server Error", 503: "Service Unavailable"}
+_ERROR_CODES = {403: "AccessDenied", 500: "InternalError", 503: "ServiceUnavailable"}
+_REASONS = {403: "Forbidden", 500: "Internal Server Error", 503: "Service Unavailable"}
 
 Headers = list[tuple[str, str]]
 
@@ -276,7 +278,9 @@ class FaultProxy:
 
     ``upstream`` is the server's ``http://127.0.0.1:port`` URL. ``faultable``
     says, from the method and the unquoted request path, whether a request
-    may get a fault; :meth:`for_prefix` builds the usual one.
+    may get a fault; :meth:`for_prefix` builds the usual one. With
+    ``with_query`` it gets the path and the raw query (``/bucket?versions&prefix=...``),
+    to tell apart calls on one path (ListObjectVersions from GetBucketVersioning).
     """
 
     def __init__(
@@ -286,6 +290,7 @@ class FaultProxy:
         faultable: Callable[[str, str], str],
         *,
         log_size: int = 10_000,
+        with_query: bool = False,
     ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme != "http" or parts.hostname not in (_LOOPBACK, "localhost"):
@@ -293,6 +298,7 @@ class FaultProxy:
         self._upstream = (_LOOPBACK, parts.port or 80)
         self.plan = plan
         self._classify = faultable
+        self._with_query = with_query
         self._random = random.Random(plan.seed)
         self._choices = [name for name in FAULTS if plan.weights.get(name, 0) > 0]
         self._weights = [float(plan.weights[name]) for name in self._choices]
@@ -451,7 +457,10 @@ class FaultProxy:
 
     def _handle(self, client: socket.socket, request: _Request) -> tuple[bool, bool]:
         """Apply one fault; (keep the connection, reset it on closing)."""
-        path = unquote(urlsplit(request.target).path)
+        parts = urlsplit(request.target)
+        path = unquote(parts.path)
+        if self._with_query and parts.query:
+            path = f"{path}?{parts.query}"
         target = self._classify(request.method, path)
         number, fault = self._draw(request.method, target)
 
@@ -461,7 +470,7 @@ class FaultProxy:
         if fault == "reset":
             log(None)
             return False, True
-        if fault in ("500", "503"):
+        if fault in ("403", "500", "503"):
             log(None)
             client.sendall(_error_response(int(fault)))
             return False, False

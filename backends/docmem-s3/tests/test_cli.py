@@ -108,10 +108,15 @@ def test_probe_runs_docmem_s3s_checks_on_localstack() -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "probe: docmem-s3's conditional-write checks on s3://"
-    checks = lines[1:-1]
+    assert lines[1] == "versioning: unversioned"
+    checks = lines[2:-1]
     assert len(checks) == 8  # the seven deterministic checks and the race
     assert all(line.startswith("ok ") for line in checks), done.stdout
     assert "4 concurrent creates have exactly one winner" in checks[-1]
     assert lines[-1] == "all 8 checks passed: docmem can share this store between writers"
     probed = answer(store, "probe")
-    assert (probed["probe"], probed["passed"]) == ("docmem-s3", True)
+    assert (probed["probe"], probed["passed"], probed["versioning"]) == (
+        "docmem-s3",
+        True,
+        "unversioned",
+    )

@@ -34,11 +34,13 @@ from docmem.errors import (
 from docmem_s3 import normalize_etag
 from docmem_s3.errors import (
     FAILURES,
+    PERMISSIONS,
     RULES,
     UNREADABLE,
     UNSUPPORTED,
     Missing,
     NotModified,
+    NoVersioning,
     Operation,
     answer,
     classify,
@@ -85,6 +87,19 @@ CASES = [
     ("delete", "AccessDenied", 403, StoreUnavailable),
     ("list", "NoSuchBucket", 404, StoreUnavailable),
     ("list", "AccessDenied", 403, StoreUnavailable),
+    # the history of a versioned bucket, purged after an erase (docmem_s3.history)
+    ("get-versioning", "AccessDenied", 403, StoreUnavailable),
+    ("get-versioning", "NotImplemented", 501, NoVersioning),
+    ("get-versioning", "", 501, NoVersioning),
+    ("get-versioning", "NoSuchBucket", 404, StoreUnavailable),
+    ("list-versions", "AccessDenied", 403, StoreUnavailable),
+    ("list-versions", "NotImplemented", 501, StoreUnavailable),
+    ("list-versions", "InternalError", 500, StoreUnavailable),
+    ("delete-version", "AccessDenied", 403, StoreUnavailable),
+    ("delete-version", "NoSuchVersion", 404, Missing),
+    ("delete-version", "NoSuchKey", 404, Missing),
+    ("delete-version", "InvalidArgument", 400, StoreUnavailable),
+    ("delete-version", UNREADABLE, 404, StoreUnavailable),
 ]
 
 
@@ -138,6 +153,9 @@ FAILURE_CASES: list[tuple[Operation, Exception, type[DocmemError]]] = [
     ("delete", ResponseParserError("garbled"), StoreUnavailable),
     ("create", RuntimeError("nobody expects it"), WriteOutcomeUnknown),
     ("delete", RuntimeError("nobody expects it"), StoreUnavailable),
+    ("list-versions", ConnectionResetError(), StoreUnavailable),
+    ("delete-version", ReadTimeoutError(endpoint_url="http://x"), StoreUnavailable),
+    ("get-versioning", EndpointConnectionError(endpoint_url="http://x"), StoreUnavailable),
 ]
 
 
@@ -213,6 +231,23 @@ def test_s3_answers_names_the_row_that_decided() -> None:
     with pytest.raises(WriteOutcomeUnknown), answers:
         raise ConnectionResetError
     assert answers.rule in FAILURES
+
+
+@pytest.mark.parametrize(("operation", "permission"), sorted(PERMISSIONS.items()))
+def test_a_refused_history_call_names_the_permission_it_needs(
+    operation: Operation, permission: str
+) -> None:
+    with pytest.raises(StoreUnavailable) as caught, s3_answers(operation):
+        raise _client_error("AccessDenied", 403)
+    assert permission in caught.value.message
+    assert "the server's words" not in caught.value.message
+
+
+def test_a_refused_write_names_no_permission() -> None:
+    """An AccessDenied on a PUT may be KMS refusing the key: naming s3:PutObject would mislead."""
+    with pytest.raises(StoreUnavailable) as caught, s3_answers("create"):
+        raise _client_error("AccessDenied", 403)
+    assert "s3:" not in caught.value.message
 
 
 def test_a_missing_bucket_is_named_in_the_message() -> None:

@@ -12,11 +12,13 @@ import functools
 import json
 import os
 import pickle
+import shlex
+import stat
 import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,12 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 import docmem
 from docmem.backends.inmemory import MemoryBackend
 from docmem.encryption import EncryptedStore, Keyring, LocalKey, encrypted
-from docmem.encryption.keyfile import parse_keyring, render_keyring
+from docmem.encryption.keyfile import (
+    parse_keyring,
+    read_keyring_file,
+    render_keyring,
+    update_keyring_file,
+)
 from docmem.errors import (
     DocmemError,
     DocumentCorrupt,
@@ -39,6 +46,13 @@ from docmem.testing.redaction import CANARY, SCOPE_CANARY, all_text
 
 VECTORS = Path(__file__).parent / "vectors" / "encryption.json"
 NAMESPACE = "tests:encryption"
+
+
+def keyring_file(path: Path, keys: dict[str, bytes], primary: str, *, mode: int = 0o600) -> Path:
+    """A keyring file as an operator makes one: its JSON at ``path``, then ``chmod``."""
+    path.write_text(render_keyring(keys, primary))
+    path.chmod(mode)
+    return path
 
 
 class CountingKey(LocalKey):
@@ -204,8 +218,7 @@ def _all_files(root: Path) -> bytes:
 
 
 def test_raw_bytes_hold_neither_canary_nor_scope_and_the_keyring_recalls(tmp_path: Path) -> None:
-    keys = tmp_path / "keys.json"
-    keys.write_text(render_keyring({"k1": os.urandom(32)}, "k1"))
+    keys = keyring_file(tmp_path / "keys.json", {"k1": os.urandom(32)}, "k1")
     url = f"encrypted+file://{tmp_path}/store?create=true&keyring=file:{keys}"
     store = docmem.open_store(url)
     canary_scope = docmem.lock_scope(namespace=NAMESPACE, scope=("user", SCOPE_CANARY))
@@ -546,8 +559,7 @@ def test_rekey_of_plaintext_needs_the_migration_option(inner: docmem.Backend) ->
 
 
 def test_the_url_form_splits_its_options_from_the_wrapped_stores(tmp_path: Path) -> None:
-    keys = tmp_path / "keys.json"
-    keys.write_text(render_keyring({"k1": os.urandom(32)}, "k1"))
+    keys = keyring_file(tmp_path / "keys.json", {"k1": os.urandom(32)}, "k1")
     url = (
         f"encrypted+file://{tmp_path}/store?keyring=file:{keys}&create=true"
         "&data_key_seconds=5&key_cache_size=16"
@@ -604,6 +616,41 @@ def test_a_keyring_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None
         unset.write("k", b"x", expected=None)
 
 
+@pytest.mark.parametrize(
+    "mode", [0o644, 0o640, 0o604, 0o620, 0o602, 0o660, 0o610], ids=lambda mode: f"{mode:04o}"
+)
+def test_a_keyring_file_open_to_group_or_others_is_refused_saying_how_to_fix_it(
+    tmp_path: Path, mode: int
+) -> None:
+    """As ssh refuses a private key others can read: a docmem error, never a quiet use."""
+    secret = os.urandom(32)
+    path = keyring_file(tmp_path / "my keys.json", {"k1": secret}, "k1", mode=mode)
+    link = tmp_path / "linked.json"
+    link.symlink_to(path)  # the mode that counts is the file's, not the link's
+    store = docmem.open_store(f"encrypted+file://{tmp_path}/store?create=true&keyring=file:{path}")
+    refusals: list[Callable[[], object]] = [
+        lambda: Keyring.from_file(str(path)),
+        lambda: Keyring.from_file(str(link)),
+        lambda: bound(store).save("Not under a shared key.", mutation_id="m1"),
+        lambda: update_keyring_file(str(path), lambda keys, primary: (keys, "k1")),
+    ]
+    for refused in refusals:
+        with pytest.raises(StoreNotConfigured) as caught:
+            refused()
+        message = caught.value.message
+        assert f"(mode {mode:04o})" in message
+        named = str(link) if refused is refusals[1] else str(path)
+        assert message.startswith(f"the keyring file {named} is open to group or others")
+        assert message.endswith(f"run chmod 600 {shlex.quote(named)}")
+        assert base64.urlsafe_b64encode(secret).decode() not in all_text(caught.value)
+    assert stat.S_IMODE(path.stat().st_mode) == mode  # refused, not quietly changed
+    assert not (tmp_path / "store").exists()  # nothing was written under it
+    path.chmod(0o600)  # the fix the message gives
+    assert read_keyring_file(str(path)) == ({"k1": secret}, "k1")
+    path.chmod(0o400)
+    assert read_keyring_file(str(link)) == ({"k1": secret}, "k1")
+
+
 def test_keyring_files_take_standard_or_url_safe_base64() -> None:
     secret = bytes(range(250, 256)) + os.urandom(26)
     for encoded in (
@@ -642,7 +689,7 @@ def test_without_cryptography_the_error_names_the_extra() -> None:
     done = subprocess.run(
         [sys.executable, "-B", "-c", code], check=True, timeout=60, capture_output=True, text=True
     )
-    assert 'pip install "docmem[encryption]"' in done.stdout
+    assert 'pip install "agent-docmem[encryption]"' in done.stdout
 
 
 # -- AWS KMS, without a server ------------------------------------------------------------------

@@ -56,6 +56,7 @@ class TestEncryptedLocalBackend(BackendTests):
     def keyring_file(self, tmp_path: Path) -> Path:
         path = tmp_path / "keyring.json"
         path.write_text(render_keyring({"file-1": os.urandom(32)}, "file-1"))
+        path.chmod(0o600)  # docmem refuses a keyring file others may read
         return path
 
     @pytest.fixture

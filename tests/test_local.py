@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import shutil
 import stat
@@ -483,6 +484,38 @@ def test_a_nul_in_the_path_is_not_configured(tmp_path: Path) -> None:
         with pytest.raises(docmem.StoreNotConfigured, match="NUL") as caught:
             open_it()
         assert "secret-name" not in str(caught.value)
+
+
+def test_a_root_whose_name_is_not_utf8_is_a_store_byte_for_byte(tmp_path: Path) -> None:
+    """A folder whose name is no UTF-8 works: Python names it with surrogateescape.
+
+    Its URL spells the name's bytes (``%E9``, ``%FF``), so a copy opened from it
+    (a pickle, a worker process) uses the same folder, never one named U+FFFD.
+    """
+    raw = os.fsencode(tmp_path) + b"/caf\xe9-\xff"
+    os.mkdir(raw)
+    root = os.fsdecode(raw)  # "...caf\udce9-\udcff", as os.listdir and argv give it
+    store = LocalBackend(root, create=True)
+    assert store.url == "file://" + os.fsencode(tmp_path).decode() + "/caf%E9-%FF"
+    memory = docmem.FileMemory(store).bind(SCOPE, slot="user")  # raised UnicodeEncodeError
+    assert memory.save("Prefers tea.", mutation_id="m1").status == "saved"
+    by_url = docmem.open_store(store.url)
+    by_name = docmem.open_store(f"file://{root}")  # the URL as a shell hands it over
+    copy = pickle.loads(pickle.dumps(store))
+    for other in (by_url, by_name, copy):
+        assert isinstance(other, LocalBackend)
+        assert (other.root, other.url) == (root, store.url)
+        assert list(other.keys()) == [SCOPE.storage_key]
+    assert "0: Prefers tea." in docmem.FileMemory(copy).bind(SCOPE, slot="user").recall()[0].content
+    assert os.listdir(os.fsencode(tmp_path)) == [b"caf\xe9-\xff"]  # no U+FFFD twin made
+
+
+def test_a_root_holding_a_lone_surrogate_is_not_configured(tmp_path: Path) -> None:
+    """A name no file system can hold is refused as a docmem error, naming no path."""
+    with pytest.raises(docmem.StoreNotConfigured, match="lone surrogate") as caught:
+        LocalBackend(str(tmp_path) + "/secret-name\ud800")
+    assert "secret-name" not in str(caught.value)
+    assert caught.value.__context__ is None
 
 
 @pytest.mark.parametrize("root", [None, 42, b"/tmp/bytes"])

@@ -32,7 +32,7 @@ import stat
 import time
 from collections.abc import Iterator
 from typing import Any, Literal
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote_to_bytes, urlsplit
 
 import msgspec
 
@@ -98,7 +98,32 @@ def _root_of(url: str) -> str:
         )
     if not path:
         raise StoreNotConfigured("the file:// URL has no path")
-    return unquote(path)
+    return _path_of(path)
+
+
+def _path_of(url_path: str) -> str:
+    """The file name a URL's path spells, byte for byte: ``%FF`` is the byte 0xFF.
+
+    A folder name need not be valid UTF-8 (a disk written under another
+    locale), and Python names it with ``surrogateescape`` (``\\udcff``):
+    ``os.fsdecode`` of the exact bytes gives that name, and :attr:`LocalBackend.url`
+    spells it back as ``%FF``, so a copy opened from the URL (a pickle, a
+    worker process) opens the same folder. ``unquote`` would decode ``%FF`` as
+    U+FFFD, which names another folder.
+    """
+    return os.fsdecode(unquote_to_bytes(_encoded(url_path)))
+
+
+def _encoded(path: str) -> bytes:
+    """``path`` as the bytes the file system sees; StoreNotConfigured if it has none."""
+    try:
+        return os.fsencode(path)
+    except UnicodeEncodeError:
+        pass  # raised below, outside the handler: the error quotes the character
+    raise StoreNotConfigured(
+        "the file:// path holds a character no file name can hold (a lone surrogate): "
+        "pass the folder's name as os.fsdecode gives it"
+    )
 
 
 def _checked_root(root: object) -> str:
@@ -108,7 +133,7 @@ def _checked_root(root: object) -> str:
     path = os.fspath(root)
     if not isinstance(path, str):
         raise StoreNotConfigured("the file:// root must be a text path, not bytes")
-    if "\x00" in path:
+    if b"\x00" in _encoded(path):
         raise StoreNotConfigured("the file:// path contains a NUL character (%00)")
     return os.path.abspath(path)
 
@@ -315,7 +340,8 @@ class LocalBackend(Backend):
 
     @property
     def url(self) -> str:
-        return "file://" + quote(self._root)
+        """``file://`` and the root's bytes percent-encoded, so any folder name has a URL."""
+        return "file://" + quote(os.fsencode(self._root))
 
     def path(self, key: str) -> str:
         """Where ``key`` lives: ``<root>/ab/cd/<key>.md`` with ``abcd`` from SHA-256(key)."""

@@ -6,7 +6,8 @@
      "keys": {"2024-11": "<32 bytes, base64>", "2025-06": "<32 bytes, base64>"}}
 
 Base64 is standard or URL-safe, padded or not (``openssl rand -base64 32``
-makes one). Every refusal is StoreNotConfigured naming the source and what
+makes one). A keyring file must be mode 0600 (or stricter) and is refused
+otherwise. Every refusal is StoreNotConfigured naming the source and what
 is wrong, never a value from it: the text is key material.
 """
 
@@ -16,6 +17,8 @@ import base64
 import binascii
 import json
 import os
+import shlex
+import stat
 from collections.abc import Callable, Mapping
 
 import msgspec
@@ -33,6 +36,8 @@ __all__ = [
 ]
 
 FORMAT = "docmem-keyring/1"
+#: Permission bits of group and others: a keyring file with any of them is refused.
+_SHARED = stat.S_IRWXG | stat.S_IRWXO
 
 
 class _KeyringText(msgspec.Struct, forbid_unknown_fields=True):
@@ -77,17 +82,37 @@ def _key_bytes(encoded: str, key_id: str, source: str) -> bytes:
 
 
 def read_keyring_file(path: str) -> tuple[dict[str, bytes], str]:
-    """The keyring in the file ``path``."""
+    """The keyring in the file ``path``, refused unless only its owner may use it (0600).
+
+    Key bytes are the one secret that opens every memory, so a keyring file
+    that group or others may read (or write: whoever writes it picks the keys)
+    is refused, as ssh refuses such a private key, rather than used with a
+    warning nobody reads. The mode comes from the open descriptor, so the file
+    checked is the file read, even if the path is replaced in between. The
+    owner is not checked: with 0600, only the owner or root can open it at
+    all, and root (``sudo docmem keyring list``) may read a service's file.
+    """
     source = f"file {path}"
     reason = ""
     try:
-        with open(path, "rb") as handle:
-            text = handle.read()
+        text = _read_private(path)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
     if reason:
         raise StoreNotConfigured(f"the keyring {source} cannot be read ({reason})")
     return parse_keyring(text, source=source)
+
+
+def _read_private(path: str) -> bytes:
+    """The bytes of ``path``; StoreNotConfigured if group or others have any access to it."""
+    with open(path, "rb") as handle:
+        mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
+        if mode & _SHARED:
+            raise StoreNotConfigured(
+                f"the keyring file {path} is open to group or others (mode {mode:04o}), and "
+                f"its keys open every memory: run chmod 600 {shlex.quote(path)}"
+            )
+        return handle.read()
 
 
 def read_keyring_variable(variable: str) -> tuple[dict[str, bytes], str]:

@@ -31,7 +31,9 @@ What a client gets:
   conversation, so the host calls the prompt before every model call and
   replaces the copy it added last time (:func:`docmem.is_recalled` finds it).
 - A resource per slot, ``docmem://<slot>`` (``text/markdown``), the same
-  text. After every successful write the server publishes
+  text; a memory never saved shows the one empty state every adapter
+  renders ("No memories are saved."), as an emptied one does. After every
+  successful write the server publishes
   ``notify_resource_updated`` to ``subscriptions/listen`` streams, and only
   to the streams of callers with the same memory. Neither the prompt nor the
   resources carry a cache hint with a TTL: every read is immediately stale.
@@ -47,7 +49,9 @@ token, never from the request body: :class:`JwtVerifier` checks signature,
 expiry, issuer and audience with PyJWT, and :func:`access_token_principal`
 keys the memory by the token's issuer and subject. A request without a valid
 token is answered 401 by the SDK's bearer middleware before any handler, so
-before any store access.
+before any store access. Refusals are logged at INFO, each kind (the
+exception's type) at once the first time, then at most once a minute with a
+count, so a client sending bad tokens cannot flood the log.
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ try:
     import mcp.server.mcpserver  # noqa: F401 - the SDK this module serves
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        'docmem.integrations.mcp needs the MCP Python SDK: pip install "docmem[mcp]"'
+        'docmem.integrations.mcp needs the MCP Python SDK: pip install "agent-docmem[mcp]"'
     ) from error
 
 from .mcp_auth import JwtVerifier, PublicKey, load_public_key

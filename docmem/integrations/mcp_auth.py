@@ -8,12 +8,21 @@ or the issuer's JWKS), an ``exp`` in the future, the configured ``iss`` and
 ``aud``, and a non-blank ``sub``. Only asymmetric algorithms are accepted,
 and only those of the key's type, so neither ``alg: none`` nor an HMAC
 signed with the public key can pass. Nothing of a token is ever logged.
+
+Anyone who can reach the port can send tokens, so refusals are logged at
+INFO (a failure on the server's side, such as a JWKS out of reach, at
+WARNING), each kind at once the first time and then at most once a minute
+with a count (:class:`_RefusalLog`): a flood of bad tokens costs a line a
+minute, not a line a request.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 from urllib.parse import urlsplit
@@ -28,7 +37,8 @@ try:
     from mcp.server.auth.settings import AuthSettings
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        'docmem.integrations.mcp needs the MCP Python SDK and PyJWT: pip install "docmem[mcp]"'
+        "docmem.integrations.mcp needs the MCP Python SDK and PyJWT: "
+        'pip install "agent-docmem[mcp]"'
     ) from error
 
 from docmem import InvalidArgument
@@ -46,6 +56,9 @@ _RSA = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512")
 _EC = ("ES256", "ES384", "ES512")
 _EDDSA = ("EdDSA",)
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+#: What the log says of a refused token (the client's doing), and of one not verified (ours).
+_REFUSED = "bearer token refused"
+_UNVERIFIED = "bearer token not verified"
 
 
 def load_public_key(path: str | Path) -> PublicKey:
@@ -93,6 +106,69 @@ def _algorithms(key: object) -> tuple[str, ...]:
     return ()
 
 
+@dataclass
+class _Tally:
+    """One kind of refusal: when its last line was logged, and how many came since."""
+
+    logged_at: float
+    since: int = 0
+
+
+class _RefusalLog:
+    """Logs refused requests without letting a client flood the log.
+
+    The first refusal of each kind (its level, what happened and why, e.g.
+    an exception's type) is logged at once; repeats are counted, and the next one at least
+    ``interval`` seconds after the last line logs one line with the count.
+    So every kind is seen, and a flood costs a line per kind per interval.
+    A burst's count shows with the first repeat after the interval; one
+    that never comes leaves the last count unlogged (there is no timer).
+    ``clock`` is :func:`time.monotonic` unless a test steps its own.
+    """
+
+    def __init__(
+        self,
+        logger: logging.Logger,
+        *,
+        interval: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._logger = logger
+        self._interval = interval
+        self._clock = clock
+        self._guard = threading.Lock()  # verifications run in worker threads too
+        self._tallies: dict[tuple[int, str, str], _Tally] = {}
+
+    def refused(self, level: int, what: str, reason: str) -> None:
+        """Note one refusal: ``what`` happened, for ``reason`` (content-free: a type or a cause)."""
+        due = self._due((level, what, reason))
+        if due is None:
+            return
+        repeats, seconds = due
+        if not repeats:
+            self._logger.log(level, "docmem mcp: %s (%s)", what, reason)
+            return
+        self._logger.log(
+            level, "docmem mcp: %s (%s) %d more times in %.0f s", what, reason, repeats, seconds
+        )
+
+    def _due(self, kind: tuple[int, str, str]) -> tuple[int, float] | None:
+        """The repeats to log now and the seconds they span (0 for a new kind), or ``None``."""
+        now = self._clock()
+        with self._guard:
+            tally = self._tallies.get(kind)
+            if tally is None:
+                self._tallies[kind] = _Tally(now)
+                return 0, 0.0
+            tally.since += 1
+            seconds = now - tally.logged_at
+            if seconds < self._interval:
+                return None
+            repeats = tally.since
+            tally.logged_at, tally.since = now, 0
+            return repeats, seconds
+
+
 class JwtVerifier:
     """Verifies bearer JWTs for an MCP server (the SDK's ``TokenVerifier`` protocol).
 
@@ -127,6 +203,7 @@ class JwtVerifier:
         self.audience = audience
         self.leeway = leeway
         self._key = key
+        self._refusals = _RefusalLog(logger)
         self._jwks: jwt.PyJWKClient | None = None
         if jwks_url is not None:
             check_jwks_url(jwks_url)
@@ -182,18 +259,18 @@ class JwtVerifier:
                 leeway=self.leeway,
                 options={"require": ["exp", "iss", "aud", "sub"]},
             )
-        except jwt.PyJWKClientError as error:
-            logger.warning("docmem mcp: no signing key for a token (%s)", type(error).__name__)
+        except jwt.PyJWKClientConnectionError as error:  # ours to fix, not the client's
+            self._refusals.refused(logging.WARNING, _UNVERIFIED, type(error).__name__)
             return None
-        except jwt.PyJWTError as error:
-            logger.info("docmem mcp: bearer token refused (%s)", type(error).__name__)
+        except jwt.PyJWTError as error:  # an unknown kid included: anyone can send one
+            self._refusals.refused(logging.INFO, _REFUSED, type(error).__name__)
             return None
         except Exception as error:  # fail closed on anything unforeseen
-            logger.warning("docmem mcp: bearer token not verified (%s)", type(error).__name__)
+            self._refusals.refused(logging.WARNING, _UNVERIFIED, type(error).__name__)
             return None
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject.strip():
-            logger.info("docmem mcp: bearer token refused (blank subject)")
+            self._refusals.refused(logging.INFO, _REFUSED, "blank subject")
             return None
         return AccessToken(
             token=token,

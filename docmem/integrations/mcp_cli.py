@@ -15,10 +15,12 @@ starts a stdio server with a whitelisted environment, so
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import signal
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from urllib.parse import urlsplit
 
@@ -48,6 +50,8 @@ __all__ = ["add_cli_arguments", "run_cli"]
 _PROG = "docmem mcp"
 _DEFAULT_SLOT = "user"
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+#: The loggers of docmem and its plug-ins, which the command line gives their handler.
+_LOGGERS = ("docmem", "docmem_s3", "docmem_fsspec")
 
 
 class _Slot(NamedTuple):
@@ -253,6 +257,12 @@ def run_cli(arguments: argparse.Namespace, store: Backend) -> int:
     if problem is not None:
         print(f"{_PROG}: error: {problem}", file=sys.stderr)
         return 2
+    with _one_log_path():
+        return _serve(arguments, store)
+
+
+def _serve(arguments: argparse.Namespace, store: Backend) -> int:
+    """Build the server and serve it; :func:`run_cli`'s exit codes."""
     try:
         server = _server(arguments, store)
     except DocmemError as error:
@@ -267,6 +277,33 @@ def run_cli(arguments: argparse.Namespace, store: Backend) -> int:
         return _serve_http(server, arguments.http, arguments.resource_url)
     except KeyboardInterrupt:
         return 130
+
+
+@contextlib.contextmanager
+def _one_log_path() -> Iterator[None]:
+    """While serving, a docmem logger with handlers of its own writes through them only.
+
+    Building an ``MCPServer`` gives the root logger the SDK's handler
+    (``logging.basicConfig``), and every record also goes up to the root:
+    the handler the command line gave docmem's loggers (``--debug``) and the
+    SDK's would each print every line. So a logger that has its own stops
+    propagating while the server runs; docmem then logs exactly as every
+    other command does (with ``--debug`` once, without it not at all), and the
+    SDK's handler keeps the SDK's own lines. A logger without handlers still
+    propagates, so an application calling :func:`run_cli` loses nothing.
+    """
+    detached = [
+        logger
+        for logger in map(logging.getLogger, _LOGGERS)
+        if logger.handlers and logger.propagate
+    ]
+    for logger in detached:
+        logger.propagate = False
+    try:
+        yield
+    finally:
+        for logger in detached:
+            logger.propagate = True
 
 
 def _server(arguments: argparse.Namespace, store: Backend) -> MCPServer:

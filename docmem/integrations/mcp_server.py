@@ -42,7 +42,7 @@ try:
     )
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        'docmem.integrations.mcp needs the MCP Python SDK: pip install "docmem[mcp]"'
+        'docmem.integrations.mcp needs the MCP Python SDK: pip install "agent-docmem[mcp]"'
     ) from error
 
 import docmem
@@ -57,6 +57,8 @@ from docmem import (
     ToolResult,
     ToolSpec,
 )
+from docmem.document import new_document, render_recall
+from docmem.injection import mark_recalled
 from docmem.tools import error_result
 
 from .mcp_auth import JwtVerifier
@@ -424,7 +426,7 @@ def _resource(memory: _Memory, slot: str) -> FunctionResource:
         if not active:
             raise MCPError(INVALID_PARAMS, f"Memory slot {slot!r} is off for this caller.")
         recalls = await _read(memory.single[slot], scope)
-        return "\n\n".join(recall.content for recall in recalls)  # "" before the first save
+        return "\n\n".join(recall.content for recall in recalls) or _nothing_saved(slot)
 
     return FunctionResource.from_function(
         read,
@@ -434,6 +436,17 @@ def _resource(memory: _Memory, slot: str) -> FunctionResource:
         description=f"The {slot} memory as the model sees it, updated after every write.",
         mime_type="text/markdown",
     )
+
+
+def _nothing_saved(slot: str) -> str:
+    """What the resource of a memory with no document shows: the empty state, marked.
+
+    A resource always has a text, and ``""`` would be a second empty state
+    beside the one a document whose entries were all removed renders ("No
+    memories are saved."); so a missing document renders as an empty one,
+    marked as the prompt's copies are.
+    """
+    return mark_recalled(render_recall(new_document(), slot), slot)
 
 
 def _scope_or_error(

@@ -15,6 +15,7 @@ import functools
 import hashlib
 import hmac
 import json
+import logging
 import signal
 import subprocess
 import sys
@@ -298,7 +299,6 @@ def test_the_prompt_has_one_user_message_per_active_slot_and_each_slot_a_resourc
         async with Client(server) as client:
             assert (await client.get_prompt(RECALL_PROMPT)).messages == []  # nothing saved yet
             empty = (await client.read_resource("docmem://user")).contents
-            assert [c.text for c in empty if isinstance(c, TextResourceContents)] == [""]
             await client.call_tool("user__save_memory", {"text": "Prefers metric units."})
             await client.call_tool("notes__save_memory", {"text": "Ships on Fridays."})
             prompt = await client.get_prompt(RECALL_PROMPT)
@@ -319,8 +319,40 @@ def test_the_prompt_has_one_user_message_per_active_slot_and_each_slot_a_resourc
         [content] = user
         assert isinstance(content, TextResourceContents)
         assert (content.text, content.mime_type) == (texts[1], "text/markdown")
+        [nothing] = [c.text for c in empty if isinstance(c, TextResourceContents)]
+        assert nothing.splitlines()[0] == "# Memory: user <!-- docmem:recall user -->"
+        assert nothing.endswith("with its index.\n\nNo memories are saved.")
 
     run(body)
+
+
+def test_a_memory_never_saved_and_one_emptied_show_the_same_resource(
+    store: docmem.Backend,
+) -> None:
+    """One empty state: what every adapter renders for a memory with no entries."""
+    server = docmem_mcp_server(slots_on(store), scope_context=fixed_principal(ALICE))
+
+    async def resource(client: Client) -> str:
+        [content] = (await client.read_resource("docmem://user")).contents
+        assert isinstance(content, TextResourceContents)
+        return content.text
+
+    async def body() -> tuple[str, str, str]:
+        async with Client(server) as client:
+            never = await resource(client)
+            await client.call_tool("user__save_memory", {"text": "Likes tea."})
+            await client.call_tool("user__remove_memory", {"index": 0})
+            emptied = await resource(client)
+            [copy] = (await client.get_prompt(RECALL_PROMPT)).messages
+            assert isinstance(copy.content, TextContent)
+            return never, emptied, copy.content.text
+
+    never, emptied, prompt = run(body)
+    assert never == emptied == prompt
+    assert never.endswith("\n\nNo memories are saved.")
+    runtime = docmem.MemoryRuntime(slots_on(store))  # what the adapters inject, per model call
+    [copy] = runtime.recall(docmem.ScopeContext(principal=ALICE))
+    assert copy.content == never
 
 
 def test_reads_are_never_cached_with_a_ttl(server: MCPServer) -> None:
@@ -729,6 +761,115 @@ def test_http_with_a_jwks_url(issuer_key: SigningKey, stranger_key: SigningKey) 
     assert (
         len(fetches) == 1
     )  # the JWKS is cached; an unknown kid within the cooldown refetches nothing
+
+
+def test_a_flood_of_unknown_kids_logs_one_info_line(
+    issuer_key: SigningKey, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Anyone can send a token naming a kid the JWKS lacks: a refusal, not a warning per request."""
+    caplog.set_level(logging.DEBUG, logger="docmem")
+    with serving_jwks([issuer_key]) as (jwks, _):
+        verifier = JwtVerifier(issuer=ISSUER, audience=AUDIENCE, jwks_url=jwks)
+        with serving_http(http_server(CountingStore(), verifier)) as url:
+            for number in range(5):
+                unknown = SigningKey(issuer_key.private, f"kid-{number}").token("alice")
+                assert post(url, unknown, INITIALIZE).status_code == 401
+    refusals = [r for r in caplog.records if r.name == "docmem"]
+    assert [(r.levelname, r.getMessage()) for r in refusals] == [
+        ("INFO", "docmem mcp: bearer token refused (PyJWKClientError)")
+    ]
+
+
+class SteppedClock:
+    """A clock a test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_repeated_refusals_log_once_then_one_count_per_interval(
+    issuer_key: SigningKey, caplog: pytest.LogCaptureFixture
+) -> None:
+    from docmem.integrations import mcp_auth
+
+    caplog.set_level(logging.DEBUG, logger="docmem")
+    clock = SteppedClock()
+    verifier = JwtVerifier(issuer=ISSUER, audience=AUDIENCE, key=issuer_key.public)
+    verifier._refusals = mcp_auth._RefusalLog(mcp_auth.logger, interval=60, clock=clock)
+    expired = issuer_key.token("alice", lifetime=-60)
+
+    def refuse(token: str, times: int = 1) -> None:
+        for _ in range(times):
+            assert asyncio.run(verifier.verify_token(token)) is None
+
+    refuse("not-a-token", 3)  # the first is logged, the two others counted
+    refuse(expired)  # another kind: logged at once
+    clock.now += 59
+    refuse("not-a-token", 10)  # still within the interval: counted
+    clock.now += 1
+    refuse("not-a-token")  # the interval is over: one line with the count
+    refuse("not-a-token", 100)
+    clock.now += 600
+    refuse("not-a-token")
+    assert asyncio.run(verifier.verify_token(issuer_key.token("alice"))) is not None
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "docmem"]
+    assert lines == [
+        ("INFO", "docmem mcp: bearer token refused (DecodeError)"),
+        ("INFO", "docmem mcp: bearer token refused (ExpiredSignatureError)"),
+        ("INFO", "docmem mcp: bearer token refused (DecodeError) 13 more times in 60 s"),
+        ("INFO", "docmem mcp: bearer token refused (DecodeError) 101 more times in 600 s"),
+    ]
+
+
+def test_a_jwks_out_of_reach_is_a_warning_rate_limited_too(
+    issuer_key: SigningKey, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not the client's doing, so a WARNING; every request may hit it, so counted as well."""
+    from docmem.integrations import mcp_auth
+
+    caplog.set_level(logging.DEBUG, logger="docmem")
+    jwks = f"http://127.0.0.1:{free_port()}/jwks.json"  # nothing listens there
+    verifier = JwtVerifier(issuer=ISSUER, audience=AUDIENCE, jwks_url=jwks)
+    verifier._refusals = mcp_auth._RefusalLog(mcp_auth.logger, clock=SteppedClock())
+    for _ in range(3):
+        assert asyncio.run(verifier.verify_token(issuer_key.token("alice"))) is None
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "docmem"]
+    assert lines == [
+        ("WARNING", "docmem mcp: bearer token not verified (PyJWKClientConnectionError)")
+    ]
+
+
+def test_docmem_mcp_debug_logs_each_line_once(issuer_key: SigningKey, tmp_path: Path) -> None:
+    """--debug: docmem's handler prints a line; the root handler the SDK installs does not again."""
+    pem = tmp_path / "issuer.pem"
+    pem.write_bytes(issuer_key.public_pem())
+    port = free_port()
+    url = f"file://{tmp_path / 'memory'}?create=true"
+    flags = ["--store", url, "--namespace", NAMESPACE, "--http", f"127.0.0.1:{port}"]
+    flags += ["--jwt-key-file", str(pem), "--issuer", ISSUER, "--audience", AUDIENCE]
+    process = subprocess.Popen(
+        [str(DOCMEM), "mcp", "--debug", *flags],
+        env={**host_environment(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    endpoint = f"http://127.0.0.1:{port}/mcp"
+    with stopped(process):
+        wait_for_port(port, process)
+        for token in ("not-a-token", "not-a-token", issuer_key.token("a", lifetime=-60)):
+            assert post(endpoint, token, INITIALIZE).status_code == 401
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=DEADLINE)
+    assert [line for line in err.splitlines() if "refused" in line] == [
+        "docmem INFO docmem mcp: bearer token refused (DecodeError)",
+        "docmem INFO docmem mcp: bearer token refused (ExpiredSignatureError)",
+    ]
+    assert "not-a-token" not in err
 
 
 def test_jwks_urls_must_be_https_off_loopback() -> None:

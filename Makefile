@@ -6,8 +6,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 # Plug-in distributions (later issues) are installed and checked when present.
-# docmem-s3 goes first: docmem-fsspec's [s3] and [test] extras need it, and pip takes
-# the local copy only when it is named before the distribution that requires it.
+# backends/docmem-s3 (agent-docmem-s3) goes first: agent-docmem-fsspec's [s3] and [test]
+# extras need it, and pip takes the local copy only when it is named before the
+# distribution that requires it.
 FOUND    := $(patsubst %/pyproject.toml,%,$(wildcard backends/*/pyproject.toml))
 BACKENDS := $(filter backends/docmem-s3,$(FOUND)) $(filter-out backends/docmem-s3,$(FOUND))
 PACKAGES := docmem $(foreach b,$(BACKENDS),$(wildcard $(b)/docmem_*))

@@ -660,7 +660,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_s3_rows(run, endpoint, loop, settings)
     distributions = sorted({framework.distribution for framework in FRAMEWORKS} | {"langgraph"})
     if endpoint is not None and unavailable is None:
-        distributions += ["docmem-s3", "boto3"]
+        distributions += ["agent-docmem-s3", "boto3"]
     found = installed(*distributions)
     directory = parent or tempfile.gettempdir()
     if as_json:

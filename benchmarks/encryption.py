@@ -324,7 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         reason = "no S3 endpoint (--endpoint URL or $LOCALSTACK_ENDPOINT)"
         skipped = [f"{name}: {reason}" for name in S3_ROWS]
-    found = versions("cryptography", *(("docmem-s3", "boto3") if endpoint else ()))
+    found = versions("cryptography", *(("agent-docmem-s3", "boto3") if endpoint else ()))
     if arguments.json:
         context = {
             "docmem_from": os.path.dirname(docmem.__file__),

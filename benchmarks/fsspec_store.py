@@ -626,7 +626,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             row_prefixes.clean_up()
         log(f"{name}: {time.monotonic() - phase:.1f} s")
-    found = versions("docmem-fsspec", "docmem-s3", "s3fs", "aiobotocore", "boto3")
+    found = versions("agent-docmem-fsspec", "agent-docmem-s3", "s3fs", "aiobotocore", "boto3")
     if as_json:
         context = {"endpoint": endpoint.url, "bucket": endpoint.bucket, "region": endpoint.region}
         print(

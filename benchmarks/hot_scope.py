@@ -243,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         finally:
             prefixes.clean_up()
-        found = versions("docmem-s3", "boto3")
+        found = versions("agent-docmem-s3", "boto3")
     else:
         log("no S3 endpoint (--endpoint or $LOCALSTACK_ENDPOINT): the s3:// row is not run")
     if as_json:

@@ -384,7 +384,7 @@ class DocmemS3(Docmem):
     key = "docmem-s3"
     label = "docmem s3:// (LocalStack)"
     medium = "s3"
-    distribution = "docmem-s3"
+    distribution = "agent-docmem-s3"
 
     def open_store(self) -> docmem.Backend:
         assert self.place.endpoint is not None

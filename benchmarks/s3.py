@@ -751,7 +751,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log(f"scale: {time.monotonic() - phase:.1f} s")
     finally:
         prefixes.clean_up()
-    found = versions("docmem-s3", "boto3")
+    found = versions("agent-docmem-s3", "boto3")
     if as_json:
         context = {"endpoint": endpoint.url, "bucket": endpoint.bucket, "region": endpoint.region}
         print(

@@ -34,7 +34,7 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "docmem.backends"
 #: The distribution whose schemes are built in: imported directly, never looked up.
-CORE_DISTRIBUTION = "docmem"
+CORE_DISTRIBUTION = "agent-docmem"
 
 
 @dataclass(frozen=True)
@@ -53,20 +53,22 @@ class KnownScheme:
 
 
 _FSSPEC = "docmem_fsspec:FsspecBackend"
+_FSSPEC_DISTRIBUTION = "agent-docmem-fsspec"
+_S3_DISTRIBUTION = "agent-docmem-s3"
 
 #: Sorted by scheme. A plug-in scheme here still resolves only through an entry point
 #: (any distribution may provide it); the table gives the advice when none is installed.
 SCHEMES: tuple[KnownScheme, ...] = (
-    KnownScheme("abfs", _FSSPEC, "docmem-fsspec"),
-    KnownScheme("abfss", _FSSPEC, "docmem-fsspec"),
-    KnownScheme("az", _FSSPEC, "docmem-fsspec"),
+    KnownScheme("abfs", _FSSPEC, _FSSPEC_DISTRIBUTION),
+    KnownScheme("abfss", _FSSPEC, _FSSPEC_DISTRIBUTION),
+    KnownScheme("az", _FSSPEC, _FSSPEC_DISTRIBUTION),
     KnownScheme("encrypted", "docmem.encryption.store:EncryptedStore", CORE_DISTRIBUTION),
     KnownScheme("file", "docmem.backends.local:LocalBackend", CORE_DISTRIBUTION),
-    KnownScheme("fsspec", _FSSPEC, "docmem-fsspec"),
-    KnownScheme("gcs", _FSSPEC, "docmem-fsspec"),
-    KnownScheme("gs", _FSSPEC, "docmem-fsspec"),
+    KnownScheme("fsspec", _FSSPEC, _FSSPEC_DISTRIBUTION),
+    KnownScheme("gcs", _FSSPEC, _FSSPEC_DISTRIBUTION),
+    KnownScheme("gs", _FSSPEC, _FSSPEC_DISTRIBUTION),
     KnownScheme("memory", "docmem.backends.inmemory:MemoryBackend", CORE_DISTRIBUTION),
-    KnownScheme("s3", "docmem_s3:S3Backend", "docmem-s3"),
+    KnownScheme("s3", "docmem_s3:S3Backend", _S3_DISTRIBUTION),
 )
 _KNOWN: dict[str, KnownScheme] = {known.scheme: known for known in SCHEMES}
 
@@ -187,7 +189,7 @@ def open_store(url: str | None, **options: Any) -> Backend:
     if url is None or not str(url).strip():
         raise StoreNotConfigured(
             "no memory store configured: pass a URL such as 'file:///var/lib/agent/memory' "
-            "or 'memory://' (an S3 bucket needs docmem-s3)"
+            "or 'memory://' (an S3 bucket needs agent-docmem-s3)"
         )
     scheme = urlsplit(url).scheme
     if not scheme:

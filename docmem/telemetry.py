@@ -1,6 +1,6 @@
 """Content-free OpenTelemetry spans and metrics for every provider operation and store request.
 
-With the OpenTelemetry API installed (``pip install "docmem[otel]"``) and an
+With the OpenTelemetry API installed (``pip install "agent-docmem[otel]"``) and an
 SDK configured, each recall, save, remove, erase, inspect and read is a span
 (``docmem.<op>``) with a child span per store request (``docmem.store.read``,
 ``.write``, ``.delete``), and feeds the metrics below. Without the API
@@ -54,7 +54,7 @@ class _Instruments:
         from opentelemetry import context, metrics, trace
 
         try:
-            release: str | None = version("docmem")
+            release: str | None = version("agent-docmem")
         except PackageNotFoundError:  # a source tree that was never installed
             release = None
         self.trace = trace

@@ -8,7 +8,7 @@ its call ``call_1`` again, and it is a new save, not a replay of run 1's.
 Bob sees none of it. Afterwards the checkpointed thread is printed: LangGraph
 kept no copy of the memory, only the conversation.
 
-    python examples/with_langchain.py        # needs: pip install "docmem[langchain]"
+    python examples/with_langchain.py        # needs: pip install "agent-docmem[langchain]"
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ with an extra ``user_id`` (refused), and a retried call carrying the same
 ``docmem/call_id`` is recognised and has no second effect. The next model
 call already sees the note, once.
 
-    python examples/with_mcp.py        # needs: pip install "docmem[mcp]"
+    python examples/with_mcp.py        # needs: pip install "agent-docmem[mcp]"
 """
 
 from __future__ import annotations

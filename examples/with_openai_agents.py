@@ -7,7 +7,7 @@ extra ``user_id`` is refused. In run 2 the model answers from the recalled
 memory. Bob sees none of it. Afterwards the session is printed: the SDK kept
 no copy of the memory, only the conversation.
 
-    python examples/with_openai_agents.py        # needs: pip install "docmem[openai-agents]"
+    python examples/with_openai_agents.py        # needs: pip install "agent-docmem[openai-agents]"
 """
 
 from __future__ import annotations

@@ -108,12 +108,12 @@ def test_unknown_scheme_says_to_install_a_backend(isolated_registry: list[Any]) 
 @pytest.mark.parametrize(
     ("url", "distribution"),
     [
-        ("s3://bucket", "docmem-s3"),
-        ("s3://bucket/prefix?region=eu-west-1", "docmem-s3"),
-        ("fsspec+gs://bucket/p", "docmem-fsspec"),
-        ("gs://bucket", "docmem-fsspec"),
-        ("az://container", "docmem-fsspec"),
-        ("abfss://container/p", "docmem-fsspec"),
+        ("s3://bucket", "agent-docmem-s3"),
+        ("s3://bucket/prefix?region=eu-west-1", "agent-docmem-s3"),
+        ("fsspec+gs://bucket/p", "agent-docmem-fsspec"),
+        ("gs://bucket", "agent-docmem-fsspec"),
+        ("az://container", "agent-docmem-fsspec"),
+        ("abfss://container/p", "agent-docmem-fsspec"),
     ],
 )
 def test_known_plugin_scheme_names_the_distribution(url: str, distribution: str) -> None:
@@ -469,7 +469,7 @@ def test_installed_entry_points_match_the_table() -> None:
 
 def test_docmem_fsspec_serves_directly_the_table_schemes() -> None:
     fsspec_backend = pytest.importorskip("docmem_fsspec.backend")
-    served = {scheme for scheme, _, distribution in TABLE if distribution == "docmem-fsspec"}
+    served = {scheme for scheme, _, distribution in TABLE if distribution == "agent-docmem-fsspec"}
     # Every scheme but "fsspec" itself ("fsspec+<protocol>://") names its protocol directly.
     assert {*fsspec_backend.DIRECT_SCHEMES, "fsspec"} == served
 

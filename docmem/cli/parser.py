@@ -51,7 +51,7 @@ class UsageError(Exception):
 class MissingExtra(Exception):
     """``docmem mcp`` without the ``mcp`` extra installed."""
 
-    message = 'docmem mcp needs the mcp extra: pip install "docmem[mcp]"'
+    message = 'docmem mcp needs the mcp extra: pip install "agent-docmem[mcp]"'
 
     def __init__(self, cause: BaseException) -> None:
         super().__init__(self.message)
@@ -229,7 +229,9 @@ def _add_mcp(
     *,
     real: bool,
 ) -> None:
-    summary = "serve memory to an MCP host (stdio, or HTTP with bearer tokens; needs docmem[mcp])"
+    summary = (
+        "serve memory to an MCP host (stdio, or HTTP with bearer tokens; needs agent-docmem[mcp])"
+    )
     if not real:  # listed in --help, never parsed: `docmem mcp ...` builds the real one
         commands["mcp"] = sub.add_parser("mcp", help=summary, add_help=False)
         return

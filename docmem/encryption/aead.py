@@ -25,7 +25,7 @@ else:
 
 if _missing:  # outside the handler: the ImportError is no context of this error
     raise StoreNotConfigured(
-        'client-side encryption needs the encryption extra: pip install "docmem[encryption]"'
+        'client-side encryption needs the encryption extra: pip install "agent-docmem[encryption]"'
     )
 
 __all__ = ["KEY_BYTES", "NONCE_BYTES", "Sealer", "new_key", "new_nonce"]

@@ -101,7 +101,9 @@ class KmsClient:
         else:
             missing = False
         if missing:
-            raise StoreNotConfigured('AWS KMS keys need the kms extra: pip install "docmem[kms]"')
+            raise StoreNotConfigured(
+                'AWS KMS keys need the kms extra: pip install "agent-docmem[kms]"'
+            )
         config = Config(
             connect_timeout=self.connect_timeout,
             read_timeout=self.read_timeout,

@@ -43,8 +43,12 @@ fixtures, the ``backend`` fixture and the capability attributes of
 release may add tests of the promise of docs/design.md, section 4, so a
 store that never kept the whole promise may fail a newer suite.
 
-It needs the ``test`` extra (pytest, hypothesis); ``import docmem`` never
-imports it. :mod:`docmem.testing.conformance` holds :class:`BackendTests`
+The suites need the ``test`` extra (pytest, hypothesis). ``import docmem``
+never imports this package, and this package imports the module behind each
+name below only when the name is first used, so
+:mod:`docmem.testing.langchain_model` and :mod:`docmem.testing.redaction`,
+which need neither, import without the extra.
+:mod:`docmem.testing.conformance` holds :class:`BackendTests`
 and its races, :mod:`docmem.testing.state_machine` the model-based test, and
 :mod:`docmem.testing.campaigns` the SIGKILL campaign harness (writer
 processes killed mid-save) for stores on a local disk,
@@ -59,9 +63,25 @@ tools (imported only explicitly: it needs LangChain).
 
 from __future__ import annotations
 
-from .adapters import AdapterHarness, AdapterTests
-from .conformance import BackendTests, EncryptedRawAccess, RawAccess, increment_counter
-from .state_machine import BackendFactory, BackendStateMachine
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .adapters import AdapterHarness, AdapterTests
+    from .conformance import BackendTests, EncryptedRawAccess, RawAccess, increment_counter
+    from .state_machine import BackendFactory, BackendStateMachine
+
+#: Each public name and the module that defines it, imported when the name is first used.
+_MODULES = {
+    "AdapterHarness": "adapters",
+    "AdapterTests": "adapters",
+    "BackendFactory": "state_machine",
+    "BackendStateMachine": "state_machine",
+    "BackendTests": "conformance",
+    "EncryptedRawAccess": "conformance",
+    "RawAccess": "conformance",
+    "increment_counter": "conformance",
+}
 
 __all__ = [
     "AdapterHarness",
@@ -73,3 +93,12 @@ __all__ = [
     "RawAccess",
     "increment_counter",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -19,7 +19,8 @@ call's messages and tools, so a test sees exactly what the model was sent::
     model.calls[0].messages, model.calls[0].tools
 
 Import it explicitly; ``docmem.testing`` does not, so that importing the
-conformance suite never needs LangChain.
+conformance suite never needs LangChain. It needs only the ``langchain``
+extra: importing it loads neither pytest nor hypothesis.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ try:
     from pydantic import Field, PrivateAttr
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError(
-        'docmem.testing.langchain_model needs LangChain: pip install "docmem[langchain]"'
+        'docmem.testing.langchain_model needs LangChain: pip install "agent-docmem[langchain]"'
     ) from error
 
 __all__ = ["RecordedCall", "RecordingFakeChatModel"]

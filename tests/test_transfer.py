@@ -6,6 +6,7 @@ import base64
 import hashlib
 import io
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +16,16 @@ import docmem
 from docmem.document import MemoryDocument, parse, serialize
 from docmem.fencing import FENCE_KEY, listed, unfenced
 from docmem.testing.redaction import CANARY, all_text
-from docmem.transfer import check_export, export_store, import_store, verify_store
+from docmem.transfer import (
+    check_export,
+    encrypts,
+    export_store,
+    import_store,
+    migrate,
+    plan_import,
+    verify_store,
+)
+from docmem.transfer.files import published
 
 VECTOR = json.loads((Path(__file__).parent / "vectors" / "export.json").read_text("utf-8"))
 
@@ -150,9 +160,30 @@ def test_a_key_with_other_bytes_stops_the_import_and_is_never_overwritten() -> N
     other = serialize(MemoryDocument({0: "Someone else's."}, last=0, revision=1))
     destination.write(keys[1], other, expected=None)
     with pytest.raises(docmem.TransferRefused, match=keys[1]):
-        import_store(destination, file, workers=1)
+        import_store(destination, file, create_missing=True, workers=1)
     assert destination.read(keys[1]).data == other  # type: ignore[union-attr]
     assert sorted(destination.keys()) == keys[:2]  # the one before it, not the one after
+
+
+def test_a_store_that_holds_documents_gets_none_it_lacks_unasked() -> None:
+    source = populated(docmem.open_store("memory://"), scopes=4)
+    file = io.BytesIO(exported(source))
+    keys = sorted(source.keys())
+    source.delete(keys[2])  # an operator's purge: the store keeps no trace of the scope
+    plan = plan_import(source, file, check_export(file))
+    assert (plan.store_documents, plan.missing, plan.missing_keys, plan.recreates) == (
+        3,
+        1,
+        (keys[2],),
+        True,
+    )
+    with pytest.raises(docmem.TransferRefused, match=r"lacks 1 document of the export \(first: "):
+        import_store(source, file)
+    assert source.read(keys[2]) is None
+    again = import_store(source, file, create_missing=True)
+    assert (again.created, again.skipped) == (1, 3)
+    empty = plan_import(docmem.open_store("memory://"), file, check_export(file))
+    assert (empty.missing, empty.recreates) == (4, False)  # into an empty store: nothing to ask
 
 
 def test_verify_names_what_is_missing_different_and_extra() -> None:
@@ -330,3 +361,42 @@ def test_no_refusal_carries_the_memory_text(tamper: Callable[[bytes], bytes]) ->
     with pytest.raises(docmem.ExportInvalid) as refused:
         import_store(docmem.open_store("memory://"), io.BytesIO(data))
     assert CANARY not in all_text(refused.value)
+
+
+# -- files written whole; copies out of encryption only when asked ------------------------------
+
+
+def test_a_published_file_leaves_the_path_as_it_was_when_the_write_fails(tmp_path: Path) -> None:
+    path = tmp_path / "export.jsonl"
+    path.write_bytes(b"the older export\n")
+
+    def interrupted() -> None:
+        with published(path) as file:
+            file.write(b"half of a new one")
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        interrupted()
+    assert path.read_bytes() == b"the older export\n"
+    assert os.listdir(tmp_path) == ["export.jsonl"]
+    with pytest.raises(docmem.InvalidArgument, match="its folder does not exist"):
+        published(tmp_path / "missing" / "x.jsonl").__enter__()
+
+
+def test_a_migration_out_of_encryption_is_refused_unless_asked() -> None:
+    from docmem.encryption import Keyring, LocalKey, encrypted
+
+    keyring = Keyring([LocalKey("k1", bytes(range(32)))])
+    source = encrypted(docmem.open_store("memory://"), keyring)
+    populated(source, scopes=2)
+    plain = docmem.open_store("memory://")
+    assert (encrypts(source), encrypts(plain)) == (True, False)
+    with pytest.raises(docmem.TransferRefused, match="source store is encrypted"):
+        migrate(source, plain, "mig-1", probe=lambda store: None)
+    assert docmem.fencing.store_fence(source) is None
+    assert list(plain.keys()) == []
+    report = migrate(source, plain, "mig-1", probe=lambda store: None, decrypt=True)
+    assert (report.decrypted, report.imported.created) == (True, 2)
+    sealed = encrypted(docmem.open_store("memory://"), keyring)
+    docmem.unfence(source, "mig-1")
+    assert migrate(source, sealed, "mig-2", probe=lambda store: None).decrypted is False

@@ -5,6 +5,10 @@ resumable, so after a Ctrl-C or a failure the same command with the same
 ``--id`` goes on from where it stopped. Without ``--id`` a new one is made
 and printed first. The preflight probe is ``docmem probe``'s: docmem-s3's
 own checks on ``s3://``, the backend contract's elsewhere.
+
+An encrypted SRC into a plaintext DST is refused, before anything is done,
+unless ``--decrypt`` says the operator means it (then it warns); a kept
+export from an encrypted SRC is plaintext, and the command warns so.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import uuid
 from docmem.backend import Backend
 from docmem.errors import StoreUnavailable
 from docmem.registry import open_store
-from docmem.transfer import migrate, rollback
+from docmem.transfer import encrypts, migrate, rollback
+from docmem.transfer.plaintext import check_decryption
 
 from .bars import Bars, human_bytes
 from .parser import UsageError
@@ -73,6 +78,30 @@ def run(arguments: argparse.Namespace, report: Reporter) -> int:
             raise
 
 
+def _refuse_decrypting(
+    source: Backend, destination: Backend, arguments: argparse.Namespace, report: Reporter
+) -> None:
+    """Refuse an encrypted SRC into a plaintext DST unless ``--decrypt``; with it, warn."""
+    with report.advising(
+        "pass --decrypt if DST is meant to hold plaintext; else give DST as encrypted+ and "
+        "its URL, with a keyring (docs/encryption.md)"
+    ):
+        decrypting = check_decryption(source, destination, decrypt=arguments.decrypt)
+    if decrypting:
+        report.warn("SRC is encrypted and DST is not: DST will hold every memory in plaintext")
+
+
+def _warn_of_kept_plaintext(source: Backend, path: str | None, report: Reporter) -> None:
+    """A kept export of an encrypted SRC is plaintext: say so once it is written."""
+    if path is None or not encrypts(source):
+        return
+    report.warn(
+        f"SRC is encrypted, but the kept export {path} is not: it holds every memory in "
+        "plaintext; keep it where only those who hold the keyring can read it, and delete "
+        "it when done"
+    )
+
+
 def _migrate(
     source: Backend,
     destination: Backend,
@@ -80,6 +109,7 @@ def _migrate(
     arguments: argparse.Namespace,
     report: Reporter,
 ) -> int:
+    _refuse_decrypting(source, destination, arguments, report)
     result = migrate(
         source,
         destination,
@@ -89,7 +119,9 @@ def _migrate(
         progress=Bars(report),
         export_to=arguments.keep_export,
         read_back=arguments.read_back,
+        decrypt=arguments.decrypt,
     )
+    _warn_of_kept_plaintext(source, arguments.keep_export, report)
     text = (
         f"done: {counted(result.verified.store_documents, 'document')} "
         f"({human_bytes(result.exported.bytes)}) moved and verified.\n"
@@ -110,6 +142,7 @@ def _migrate(
         skipped=result.imported.skipped,
         logical_digest=result.exported.logical_digest,
         verified_by=result.verified.method,
+        decrypted=result.decrypted,
     )
 
 
@@ -127,8 +160,8 @@ def _rollback(
     if lifted.changed or lifted.marker_changed:
         text = (
             f"rolled back {fence_id}: the source takes saves again "
-            f"({counted(lifted.changed, 'document')} unfenced); the destination's "
-            f"{counted(result.copies, 'copy')} are left as they are"
+            f"({counted(lifted.changed, 'document')} unfenced); the destination is left as "
+            f"it is ({counted(result.copies, 'copy')} of the source's documents)"
         )
     else:
         text = f"nothing to roll back: the source carries no fence {fence_id}"

@@ -10,11 +10,14 @@ command hands over to show.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from docmem.errors import DocmemError
+from docmem.transfer.words import counted
 
 from .advice import advice
 
@@ -38,6 +41,24 @@ class Reporter:
     def advise(self, hint: str) -> None:
         """What to do about the error the command is about to raise, instead of the usual advice."""
         self._advice = hint
+
+    @contextlib.contextmanager
+    def advising(self, hint: str) -> Iterator[None]:
+        """``hint`` for an error that leaves the block; the usual advice once it ends well.
+
+        For a check whose refusal the command knows the way out of (a flag
+        to pass), while the command's later errors keep their own advice.
+        """
+        self._advice = hint
+        yield
+        self._advice = None
+
+    def warn(self, text: str) -> None:
+        """A warning on stderr, also with ``--quiet`` and ``--json``: a risk the operator took.
+
+        Never on stdout, which may carry the export itself (``export -``) or the JSON answer.
+        """
+        print(f"warning: {text}", file=sys.stderr, flush=True)
 
     @property
     def progress(self) -> bool:
@@ -89,11 +110,3 @@ class Reporter:
 
     def _emit(self, answer: dict[str, Any]) -> None:
         print(json.dumps(answer, ensure_ascii=False, allow_nan=False))
-
-
-def counted(number: int, word: str) -> str:
-    """``1 entry``, ``2 entries``, ``1,024 bytes``: a count with its word in the right number."""
-    if number != 1:
-        consonant_y = word.endswith("y") and word[-2:-1] not in ("a", "e", "o", "u")
-        word = word[:-1] + "ies" if consonant_y else word + "s"
-    return f"{number:,} {word}"

@@ -109,6 +109,8 @@ def save(arguments: argparse.Namespace, report: Reporter) -> int:
         result = bound.save(text, mutation_id=mutation_id)
     if result.status == "saved":
         line = f"saved as memory {result.index} at revision {result.revision}"
+    elif result.status == "replayed":
+        line = _replayed(result.revision)
     else:
         line = f"already saved as memory {result.index}, unchanged at revision {result.revision}"
     return _done_at_index(report, line, mutation_id, result)
@@ -125,9 +127,16 @@ def remove(arguments: argparse.Namespace, report: Reporter) -> int:
         )
     if result.status == "removed":
         line = f"removed memory {result.index} at revision {result.revision}"
+    elif result.status == "replayed":
+        line = _replayed(result.revision)
     else:
         line = f"no memory {result.index}, nothing removed (revision {result.revision})"
     return _done_at_index(report, line, mutation_id, result)
+
+
+def _replayed(revision: int) -> str:
+    """The line for a mutation id found among the journal's older ids (docs/design.md, 5)."""
+    return f"this mutation id was applied before; nothing changed (revision {revision})"
 
 
 def _done_at_index(
@@ -153,6 +162,8 @@ def erase(arguments: argparse.Namespace, report: Reporter) -> int:
         result = _bound(store, address, _PLAIN_SLOT).erase(mutation_id=mutation_id)
     if result.status == "erased":
         line = f"erased: the memory is empty at revision {result.revision}"
+    elif result.status == "replayed":
+        line = _replayed(result.revision)
     else:
         line = "no memory is stored, nothing erased"
     return report.done(

@@ -1,29 +1,45 @@
 """``docmem export | import | verify | fence | unfence``: a store to a file and back, checked.
 
-``export FILE`` writes the file under a temporary name in the same folder
-and renames it into place once its trailer is written, so an interrupted
-export never leaves a file that looks whole (``-`` streams to stdout, which
-then carries nothing else). ``import`` and ``verify`` read the file twice
-(every check first, then the work), so ``-`` (stdin) is copied to a
-temporary file first. Running ``import`` again after an interruption
-finishes it: documents already there with the same bytes are skipped.
+``export FILE`` writes the file as :func:`docmem.transfer.files.published`
+does (mode 0600, under a temporary name in the same folder, renamed into
+place once its trailer is written), so an interrupted export never leaves a
+file that looks whole (``-`` streams to stdout, which then carries nothing
+else); from an encrypted store it warns that the file is plaintext.
+``import`` and ``verify`` read the file twice (every check first, then the
+work), so ``-`` (stdin) is copied to a temporary file first. A path that
+cannot be opened is ``invalid_argument`` naming it, never a crash.
+
+``import`` into a store that already holds documents creates none of the
+file's it lacks without ``--create-missing`` (a scope an operator deleted
+since the export would come back): it says how many, and which, first.
+Running it again with the flag after an interruption finishes it:
+documents already there with the same bytes are skipped.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
+from docmem.backend import Backend
 from docmem.fencing import FenceReport
 from docmem.fencing import fence as fence_store
 from docmem.fencing import unfence as unfence_store
-from docmem.transfer import ExportSummary, check_export, export_store, import_store, verify_store
+from docmem.transfer import (
+    ExportSummary,
+    check_export,
+    encrypts,
+    export_store,
+    plan_import,
+    verify_store,
+)
+from docmem.transfer.files import published, readable
+from docmem.transfer.importer import import_checked
 
 from .bars import Bars, human_bytes
 from .parser import UsageError
@@ -46,23 +62,6 @@ def _summary_fields(summary: ExportSummary) -> dict[str, Any]:
     }
 
 
-@contextlib.contextmanager
-def _published(path: str) -> Iterator[BinaryIO]:
-    """A file that becomes ``path`` only when the block finishes; removed if it does not."""
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, temp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", dir=folder)
-    try:
-        with os.fdopen(handle, "wb") as file:
-            yield file
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
-
-
 def export(arguments: argparse.Namespace, report: Reporter) -> int:
     """Write the store's documents, in key order, to FILE (``-``: stdout)."""
     to_stdout = arguments.file == "-"
@@ -77,8 +76,9 @@ def export(arguments: argparse.Namespace, report: Reporter) -> int:
         if to_stdout:
             summary = export_store(store, sys.stdout.buffer, **options)
         else:
-            with _published(arguments.file) as file:
+            with published(arguments.file) as file:
                 summary = export_store(store, file, **options)
+        plaintext = _warn_if_plaintext(store, arguments.file, report)
     fenced = (
         f"; the store stays fenced (fence id {summary.fence}): `docmem unfence --id "
         f"{summary.fence}` lifts it"
@@ -89,14 +89,26 @@ def export(arguments: argparse.Namespace, report: Reporter) -> int:
         f"exported {counted(summary.documents, 'document')} ({human_bytes(summary.bytes)}) "
         f"to {arguments.file}; logical digest {summary.logical_digest}{fenced}"
     )
-    return report.done(text, **_summary_fields(summary))
+    return report.done(text, **_summary_fields(summary), source_encrypted=plaintext)
+
+
+def _warn_if_plaintext(store: Backend, file: str, report: Reporter) -> bool:
+    """Warn when an encrypted store's export is written (it is plaintext); whether it was."""
+    if not encrypts(store):
+        return False
+    where = "the export on stdout" if file == "-" else f"the export file {file}"
+    report.warn(
+        f"the store is encrypted, but {where} is not: it holds every memory in plaintext; "
+        "keep it where only those who hold the keyring can read it, and delete it when done"
+    )
+    return True
 
 
 @contextlib.contextmanager
 def _opened(path: str) -> Iterator[BinaryIO]:
     """The export file to read (twice); stdin copied to a temporary file first."""
     if path != "-":
-        with open(path, "rb") as file:
+        with readable(path) as file:
             yield file
         return
     with tempfile.TemporaryFile(prefix="docmem-import-") as file:
@@ -110,11 +122,22 @@ def import_(arguments: argparse.Namespace, report: Reporter) -> int:
     report.note(file=arguments.file)
     with _opened(arguments.file) as file, open_from(arguments) as store:
         bars = Bars(report)
+        summary = check_export(file, progress=bars)
+        if not arguments.create_missing:
+            _refuse_recreating(store, file, summary, bars, report)
         try:
-            result = import_store(store, file, workers=arguments.workers, progress=bars)
+            result = import_checked(
+                store,
+                file,
+                summary,
+                create_missing=True,  # asked for, or the store holds nothing to bring back
+                workers=arguments.workers,
+                progress=bars,
+            )
         except KeyboardInterrupt:
             print(
-                "the import stopped part-way: run the same command again to finish it",
+                "the import stopped part-way: run the same command again with "
+                "--create-missing to finish it",
                 file=sys.stderr,
             )
             raise
@@ -131,6 +154,31 @@ def import_(arguments: argparse.Namespace, report: Reporter) -> int:
         bytes=result.bytes,
         logical_digest=result.logical_digest,
     )
+
+
+def _refuse_recreating(
+    store: Backend, file: BinaryIO, summary: ExportSummary, bars: Bars, report: Reporter
+) -> None:
+    """Refuse, saying how many and which, to create scopes in a store that holds documents.
+
+    One of them may be a scope an operator deleted since the export; the
+    command cannot tell it from an interrupted import's remainder, so the
+    operator says which it is, with ``--create-missing``.
+    """
+    plan = plan_import(store, file, summary, progress=bars)
+    if not plan.recreates:
+        return
+    report.note(
+        store_documents=plan.store_documents,
+        missing=plan.missing,
+        missing_keys=list(plan.missing_keys),
+    )
+    report.advise(
+        "if no scope was deleted from this store since the export (an interrupted import of "
+        "this file, or a merge), run it again with --create-missing; --json names the first "
+        "keys it would create"
+    )
+    raise plan.refusal()
 
 
 def verify(arguments: argparse.Namespace, report: Reporter) -> int:
@@ -170,7 +218,7 @@ def verify(arguments: argparse.Namespace, report: Reporter) -> int:
         f"logical digest {result.logical_digest}"
     )
     if result.fenced:
-        text += f" ({counted(result.fenced, 'document')} in the store carry a fence)"
+        text += f" ({counted(result.fenced, 'document')} of the store fenced)"
     return report.done(text)
 
 

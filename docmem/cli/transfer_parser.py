@@ -47,6 +47,13 @@ def add_transfer_commands(
     )
     imported = add("import", "create every document of an export file in the store", on_store)
     imported.add_argument("file", metavar="FILE", help="the export file; - for stdin")
+    imported.add_argument(
+        "--create-missing",
+        action="store_true",
+        help="also when the store already holds documents, create those of the file it lacks "
+        "(to finish an interrupted import, or to merge); a scope deleted since the export "
+        "comes back",
+    )
     verify = add("verify", "check an export file, and the store against it", on_store)
     verify.add_argument("file", metavar="FILE", help="the export file; - for stdin")
     verify.add_argument(
@@ -72,10 +79,19 @@ def add_transfer_commands(
         help="lift the fence on SRC, unless DST has accepted writes since the import (needs --id)",
     )
     migrate.add_argument(
-        "--keep-export", metavar="FILE", help="keep the export file the migration wrote"
+        "--keep-export",
+        metavar="FILE",
+        help="keep the export file the migration wrote (mode 0600; plaintext, even from an "
+        "encrypted SRC)",
     )
     migrate.add_argument(
         "--read-back",
         action="store_true",
         help="verify by reading every copied document back, even where DST lists versions",
+    )
+    migrate.add_argument(
+        "--decrypt",
+        action="store_true",
+        help="allow an encrypted SRC into a plaintext DST: every memory is stored there in "
+        "plaintext",
     )

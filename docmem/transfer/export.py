@@ -20,6 +20,7 @@ from ..fencing import check_fence_id, fence, fence_document, listed
 from ..progress import NO_PROGRESS, Progress
 from .format import FORMAT, ExportWriter, Header, now
 from .reader import ExportSummary
+from .words import counted
 
 __all__ = ["export_store", "late_keys", "write_export"]
 
@@ -125,7 +126,7 @@ def export_store(
         late = late_keys(store, exported)
         if late:
             raise TransferRefused(
-                f"{len(late):,} documents appeared while the fenced store was exported "
+                f"{counted(len(late), 'document')} appeared while the fenced store was exported "
                 f"(first: {late[0]}); export again with the same fence id"
             )
     return summary

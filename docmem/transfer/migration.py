@@ -1,6 +1,6 @@
 """A fenced migration between two stores, with no dual write, and the way back.
 
-:func:`migrate` runs the steps of docs/design.md, section 4.2, in order, each
+:func:`migrate` runs the steps of docs/design.md, section 4.3, in order, each
 resumable by running it again with the same fence id: preflight (the
 destination passes its probe and is empty), fence the source (the marker,
 then every document), export the fenced source, import it, verify the
@@ -11,6 +11,11 @@ destination has accepted writes since.
 
 What is resumed is read from the stores themselves, never from a local
 state file: a source whose marker carries this id is a migration under way.
+
+A migration out of an encrypted store into a plaintext one would store
+every memory in the clear: it is refused unless asked for (``decrypt``,
+:mod:`docmem.transfer.plaintext`). A kept export is written as ``docmem
+export`` writes its file (:func:`docmem.transfer.files.published`).
 """
 
 from __future__ import annotations
@@ -30,9 +35,12 @@ from ..fencing import FENCE_KEY, FenceReport, check_fence_id, fence, listed, sto
 from ..fencing import unfenced as without_fence
 from ..progress import NO_PROGRESS, Progress
 from .export import late_keys, write_export
+from .files import check_writable, published
 from .importer import ImportReport, import_checked
+from .plaintext import check_decryption
 from .reader import ExportSummary, check_export
 from .verify import VerifyReport, verify_checked, verify_versions
+from .words import counted
 
 __all__ = ["MigrationReport", "RollbackReport", "migrate", "rollback"]
 
@@ -56,6 +64,9 @@ class MigrationReport:
     verified: VerifyReport
     #: Export-import-verify rounds (more than 1 when scopes appeared during the first).
     rounds: int
+    #: Whether the copy left client-side encryption (an encrypted source, a plaintext
+    #: destination: allowed by ``decrypt``).
+    decrypted: bool = False
 
 
 @dataclass(frozen=True)
@@ -107,12 +118,16 @@ def _preflight(
 
 @contextlib.contextmanager
 def _export_file(path: str | os.PathLike[str] | None) -> Iterator[BinaryIO]:
-    """Where a round's export goes: an anonymous temporary file, or ``path`` (kept)."""
+    """Where a round's export goes: an anonymous temporary file, or ``path`` (kept).
+
+    A kept export becomes ``path`` once its round has verified, as ``docmem
+    export`` writes (mode 0600, under a temporary name, never through a link).
+    """
     if path is None:
         with tempfile.TemporaryFile(prefix="docmem-export-") as file:
             yield file
         return
-    with open(path, "w+b") as file:
+    with published(path) as file:
         yield file
 
 
@@ -126,52 +141,68 @@ def migrate(
     progress: Progress = NO_PROGRESS,
     export_to: str | os.PathLike[str] | None = None,
     read_back: bool = False,
+    decrypt: bool = False,
 ) -> MigrationReport:
     """Move every document of ``source`` into the empty ``destination`` under fence ``fence_id``.
 
     ``probe(destination)`` must raise when the destination fails its
     store's probe (the command line passes ``docmem probe``'s checks).
-    ``export_to`` keeps the last round's export file. The copy is verified
-    by the destination's listing of versions where it has one (an S3
-    listing: no read per document), else, or with ``read_back``, by reading
-    every document back. Raises TransferRefused
-    when a step finds the stores not as it must (a non-empty destination, a
-    copy that does not verify), ScopeFenced when another migration holds the
-    source; every step before the failure stays done, and running again
-    with the same id resumes.
+    ``export_to`` keeps the last round's export file (mode 0600; from an
+    encrypted source it is plaintext). The copy is verified by the
+    destination's listing of versions where it has one (an S3 listing: no
+    read per document), else, or with ``read_back``, by reading every
+    document back. Raises TransferRefused when a step finds the stores not
+    as it must (a non-empty destination, a copy that does not verify), or,
+    before anything is done, when the source is encrypted and the
+    destination is not, unless ``decrypt``; InvalidArgument, before
+    anything is done, when ``export_to`` cannot be written; ScopeFenced
+    when another migration holds the source. Every step before a failure
+    stays done, and running again with the same id resumes.
     """
     fence_id = check_fence_id(fence_id)
+    decrypted = check_decryption(source, destination, decrypt=decrypt)
+    if export_to is not None:
+        check_writable(export_to)
     resumed = _preflight(source, destination, fence_id, probe)
     progress.note(
         "preflight: the destination passed its probe"
         + (" (resuming this migration)" if resumed else " and is empty")
     )
     fenced = fence(source, fence_id, workers=workers, progress=progress)
-    progress.note(f"fenced the source: {fenced.documents:,} documents under fence id {fence_id}")
+    progress.note(
+        f"fenced the source: {counted(fenced.documents, 'document')} under fence id {fence_id}"
+    )
     for rounds in range(1, _MAX_ROUNDS + 1):
         with _export_file(export_to) as file:
             exported, keys = write_export(
                 source, file, fence_id=fence_id, workers=workers, progress=progress
             )
             progress.note(
-                f"exported {exported.documents:,} documents, {exported.bytes:,} bytes, "
-                f"logical digest {exported.logical_digest}"
+                f"exported {counted(exported.documents, 'document')}, "
+                f"{counted(exported.bytes, 'byte')}, logical digest {exported.logical_digest}"
             )
             summary = check_export(file, progress=progress)
             versions: dict[str, str] = {}
             imported = import_checked(
-                destination, file, summary, workers=workers, progress=progress, versions=versions
+                destination,
+                file,
+                summary,
+                create_missing=True,  # the preflight found it empty, or this migration's own
+                workers=workers,
+                progress=progress,
+                versions=versions,
             )
             progress.note(
-                f"imported {imported.documents:,} documents ({imported.created:,} created, "
-                f"{imported.skipped:,} already there)"
+                f"imported {counted(imported.documents, 'document')} "
+                f"({imported.created:,} created, {imported.skipped:,} already there)"
             )
             verified = _verified(destination, file, summary, versions, workers, progress, read_back)
         if not verified.ok:
             raise verified.refusal()
         how = "by the listing of versions" if verified.method == "versions" else "read back"
         progress.note(
-            f"verified ({how}): {verified.store_documents:,} documents, logical digest equal"
+            f"verified ({how}): {counted(verified.store_documents, 'document')}, "
+            "logical digest equal"
         )
         late = late_keys(source, keys)
         if not late:
@@ -185,8 +216,9 @@ def migrate(
                 imported=imported,
                 verified=verified,
                 rounds=rounds,
+                decrypted=decrypted,
             )
-        progress.note(f"{len(late):,} scopes appeared as the fence went up: another round")
+        progress.note(f"{counted(len(late), 'scope')} appeared as the fence went up: another round")
     raise StoreBusy("scopes kept appearing in the fenced source; run the migration again")
 
 
@@ -257,8 +289,9 @@ def rollback(
     extra = sorted(copies.difference(source_keys))
     if extra:
         raise TransferRefused(
-            f"the destination has accepted writes since the import: it holds {len(extra):,} "
-            f"scopes the source does not (first: {extra[0]}); the fence stays up"
+            "the destination has accepted writes since the import: it holds scopes the "
+            f"source does not ({counted(len(extra), 'scope')}, first: {extra[0]}); "
+            "the fence stays up"
         )
     progress.begin("comparing", len(source_keys))
     copied = changed = 0
@@ -280,8 +313,8 @@ def rollback(
         progress.end()
     if changed:
         raise TransferRefused(
-            f"the destination has accepted writes since the import: {changed:,} documents "
-            f"differ from the source's (first: {first}); the fence stays up"
+            "the destination has accepted writes since the import: it differs from the "
+            f"source in {counted(changed, 'document')} (first: {first}); the fence stays up"
         )
     lifted = unfence(source, fence_id, workers=workers, progress=progress)
     return RollbackReport(fence_id, len(source_keys), copied, lifted)

@@ -35,6 +35,7 @@ from .format import (
     encode_line,
     sha256_hex,
 )
+from .words import counted
 
 __all__ = ["CheckedRecord", "ExportSummary", "check_export", "checked_records", "rewind"]
 
@@ -233,10 +234,14 @@ class _Scan:
     ) -> None:
         if trailer.documents != count:
             raise _invalid(
-                number, f"counts {trailer.documents:,} documents; the file holds {count:,}"
+                number,
+                f"counts {counted(trailer.documents, 'document')}; the file holds {count:,}",
             )
         if trailer.bytes != total:
-            raise _invalid(number, f"counts {trailer.bytes:,} bytes; the documents hold {total:,}")
+            raise _invalid(
+                number,
+                f"counts {counted(trailer.bytes, 'byte')}; the documents hold {total:,}",
+            )
         if trailer.logical_digest != logical.hexdigest():
             raise _invalid(number, "has a logical digest the documents do not give")
         if trailer.sha256 != digest.hexdigest():

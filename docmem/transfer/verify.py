@@ -27,6 +27,7 @@ from ..fencing import FENCE_KEY, listed, unfenced
 from ..progress import NO_PROGRESS, Progress
 from .format import LogicalDigest
 from .reader import ExportSummary, check_export, checked_records
+from .words import counted
 
 __all__ = ["VerifyReport", "verify_checked", "verify_store", "verify_versions"]
 
@@ -76,7 +77,8 @@ class VerifyReport:
         problems = "; ".join(parts) or "the logical digests differ"
         return TransferRefused(
             f"the store does not match the export: {problems}; "
-            f"export {self.documents:,} documents, store {self.store_documents:,}"
+            f"the export holds {counted(self.documents, 'document')}, the store "
+            f"{self.store_documents:,}"
         )
 
 

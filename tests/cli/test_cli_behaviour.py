@@ -95,6 +95,22 @@ def test_an_application_reads_what_the_command_line_saved(tmp_path: Path) -> Non
     assert memory.save("Prefers metric units.", mutation_id="m-1").revision == 1
 
 
+def test_a_save_replayed_after_an_erase_says_it_changed_nothing(tmp_path: Path) -> None:
+    env = store_env(tmp_path)
+    save = ("save", *ALICE, "Lives at 12 Elm Street.", "--mutation-id", "m1")
+    assert docmem(*save, env=env).code == 0
+    assert docmem("erase", *ALICE, "--yes", "--mutation-id", "gdpr-1", env=env).code == 0
+    replayed = docmem(*save, env=env)
+    assert replayed.code == 0, replayed.stderr
+    assert replayed.stdout == (
+        "this mutation id was applied before; nothing changed (revision 2); mutation id m1\n"
+    )
+    answer = json.loads(docmem(*save, "--json", env=env).stdout)
+    assert (answer["status"], answer["index"], answer["revision"]) == ("replayed", None, 2)
+    shown = docmem("show", *ALICE, env=env).stdout
+    assert "Elm Street" not in shown
+
+
 def test_a_mutation_without_an_id_gets_a_fresh_one_that_inspect_finds(tmp_path: Path) -> None:
     env = store_env(tmp_path)
     saved = json.loads(docmem("save", *ALICE, "Likes tea.", "--json", env=env).stdout)
@@ -253,7 +269,7 @@ def test_mcp_without_the_extra_says_how_to_install_it(tmp_path: Path) -> None:
     for arguments in (["mcp", "--namespace", "n", "--principal", "user:a:b"], ["mcp", "--help"]):
         ran = docmem(*arguments, "--store", f"file://{tmp_path}", env=env)
         assert (ran.code, ran.stdout) == (1, "")
-        assert ran.stderr == 'docmem mcp needs the mcp extra: pip install "docmem[mcp]"\n'
+        assert ran.stderr == 'docmem mcp needs the mcp extra: pip install "agent-docmem[mcp]"\n'
     # Every other command works without it, and still lists mcp in the help.
     assert docmem("show", *ALICE, "--store", f"file://{tmp_path}", env=env).code == 1  # no marker
     assert "mcp" in docmem("--help", env=env).stdout

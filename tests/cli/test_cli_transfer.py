@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -171,7 +172,10 @@ def test_an_import_killed_part_way_resumes_with_nothing_missing_or_twice(tmp_pat
     process.wait(timeout=30)
     landed = _documents(destination)
     assert 100 <= landed < scopes, "the import ended before it could be killed"
-    resumed = answer("import", str(file), "--store", url(destination))
+    unasked = answer("import", str(file), "--store", url(destination))  # perhaps a deleted scope
+    assert (unasked["_code"], unasked["error"]["code"]) == (1, "transfer_refused")
+    assert unasked["store_documents"] + unasked["missing"] == scopes
+    resumed = answer("import", str(file), "--store", url(destination), "--create-missing")
     assert resumed["_code"] == 0, resumed
     assert resumed["created"] + resumed["skipped"] == scopes
     assert resumed["skipped"] in (landed, landed - 1)  # one create may have been in flight
@@ -376,3 +380,175 @@ def test_fence_and_unfence_commands(tmp_path: Path) -> None:
     lifted = answer("unfence", "--id", "ops-1", "--store", store)
     assert (lifted["_code"], lifted["changed"]) == (0, 2)
     assert docmem("save", *flags, "More.").code == 0
+
+
+# -- issue 21: the operator's paths, plaintext copies, deleted scopes, plurals ------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "verb", "problem"),
+    [
+        (("import", "{tmp}/missing.jsonl"), "read", "there is no such file"),
+        (("verify", "{tmp}/missing.jsonl", "--file-only"), "read", "there is no such file"),
+        (("export", "{tmp}/no/such/dir/x.jsonl"), "write", "its folder does not exist"),
+        (("import", "{tmp}"), "read", "it is a folder, not a file"),
+        (("export", "{tmp}"), "write", "it is a folder, not a file"),
+    ],
+)
+def test_a_path_that_cannot_be_opened_is_the_operators_mistake_not_a_bug(
+    tmp_path: Path, command: tuple[str, ...], verb: str, problem: str
+) -> None:
+    fill(tmp_path / "s", 1)
+    words = [word.format(tmp=tmp_path) for word in command]
+    ran = docmem(*words, "--store", url(tmp_path / "s", create=False))
+    assert ran.code == 1
+    assert (
+        ran.stderr == f"invalid_argument: cannot {verb} the export file {words[1]!r}: {problem}\n"
+    )
+    failed = answer(*words, "--store", url(tmp_path / "s", create=False))
+    assert (failed["_code"], failed["error"]["code"]) == (1, "invalid_argument")
+
+
+def test_a_kept_export_that_cannot_be_written_is_refused_before_the_fence(tmp_path: Path) -> None:
+    fill(tmp_path / "src", 2)
+    source = url(tmp_path / "src", create=False)
+    kept = tmp_path / "no" / "such" / "x.jsonl"
+    ran = docmem("migrate", source, url(tmp_path / "dst"), "--keep-export", str(kept))
+    assert ran.code == 1
+    assert ran.stderr.startswith(f"invalid_argument: cannot write the export file '{kept}'")
+    assert LocalBackend(tmp_path / "src").read(FENCE_KEY) is None
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    """The usual umask, inherited by the console script: a file open() makes is 0644."""
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+@pytest.mark.usefixtures("umask_022")
+@pytest.mark.parametrize("command", ["export", "migrate"])
+def test_an_export_file_is_0600_replaces_a_symlink_and_truncates_no_file(
+    tmp_path: Path, command: str
+) -> None:
+    fill(tmp_path / "src", 3)
+    source = url(tmp_path / "src", create=False)
+    target, link = tmp_path / "elsewhere.txt", tmp_path / "link.jsonl"
+    target.write_text("not docmem's\n")
+    link.symlink_to(target)
+    existing, other_name = tmp_path / "old.jsonl", tmp_path / "old-hard-link.jsonl"
+    existing.write_text("an older export\n")
+    os.link(existing, other_name)
+    for number, path in enumerate((link, existing)):
+        if command == "export":
+            ran = docmem("export", str(path), "--store", source)
+        else:
+            destination = url(tmp_path / f"dst{number}")
+            ran = docmem(
+                "migrate", source, destination, "--id", f"m{number}", "--keep-export", str(path)
+            )
+            assert docmem("unfence", "--id", f"m{number}", "--store", source).code == 0
+        assert ran.code == 0, ran.stderr
+        assert not path.is_symlink()
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert path.read_bytes().startswith(b'{"type":"header","format":"docmem-export/1"')
+    assert target.read_text() == "not docmem's\n"  # the link was replaced, not followed
+    assert other_name.read_text() == "an older export\n"  # the old inode was not truncated
+    assert not [name for name in os.listdir(tmp_path) if name.endswith(".tmp")]
+
+
+def _encrypted(tmp_path: Path, name: str) -> str:
+    keys = tmp_path / "keys.json"
+    if not keys.exists():
+        assert docmem("keyring", "add", str(keys), "k1").code == 0
+    return f"encrypted+file://{tmp_path}/{name}?create=true&keyring=file:{keys}"
+
+
+def test_a_migration_out_of_encryption_needs_decrypt_and_warns(tmp_path: Path) -> None:
+    source = _encrypted(tmp_path, "src")
+    flags = ("--namespace", NAMESPACE, "--scalar-scope", "u0")
+    assert docmem("save", "--store", source, *flags, "Prefers tea.").code == 0
+    plain = url(tmp_path / "plain")
+    refused = docmem("migrate", source, plain, "--id", "m1")
+    assert refused.code == 1
+    assert refused.stderr.startswith("transfer_refused: the source store is encrypted")
+    assert "pass --decrypt" in refused.stderr
+    assert LocalBackend(tmp_path / "src").read(FENCE_KEY) is None  # refused before anything
+    assert not (tmp_path / "plain").exists() or not list(LocalBackend(tmp_path / "plain").keys())
+    decrypted = docmem("migrate", source, plain, "--id", "m1", "--decrypt", "--json")
+    assert decrypted.code == 0, decrypted.stderr
+    assert json.loads(decrypted.stdout)["decrypted"] is True
+    assert "warning: SRC is encrypted and DST is not" in decrypted.stderr
+    (key,) = listed(LocalBackend(tmp_path / "plain"))
+    copy = LocalBackend(tmp_path / "plain").read(key)
+    assert copy is not None
+    assert list(parse(copy.data).entries.values()) == ["Prefers tea."]  # plaintext, as asked
+    assert docmem("unfence", "--id", "m1", "--store", source).code == 0
+    sealed = docmem("migrate", source, _encrypted(tmp_path, "sealed"), "--id", "m2", "--json")
+    assert sealed.code == 0, sealed.stderr
+    assert (json.loads(sealed.stdout)["decrypted"], sealed.stderr) == (False, "")
+
+
+def test_an_export_of_an_encrypted_store_warns_that_the_file_is_plaintext(
+    tmp_path: Path,
+) -> None:
+    source = _encrypted(tmp_path, "src")
+    flags = ("--namespace", NAMESPACE, "--scalar-scope", "u0")
+    assert docmem("save", "--store", source, *flags, "Prefers tea.").code == 0
+    file = tmp_path / "out.jsonl"
+    exported = docmem("export", str(file), "--store", source, "--json")
+    assert exported.code == 0
+    assert json.loads(exported.stdout)["source_encrypted"] is True
+    assert exported.stderr.startswith(
+        f"warning: the store is encrypted, but the export file {file} is not"
+    )
+    assert b"Prefers tea." in file.read_bytes()
+    streamed = docmem("export", "-", "--store", source, "--quiet")
+    assert streamed.stdout.startswith('{"type":"header"')
+    assert streamed.stderr.startswith("warning: the store is encrypted, but the export on stdout")
+    fill(tmp_path / "plain", 1)
+    plain = docmem("export", str(file), "--store", url(tmp_path / "plain"), "--json")
+    assert (json.loads(plain.stdout)["source_encrypted"], plain.stderr) == (False, "")
+
+
+def test_an_import_does_not_bring_back_a_scope_an_operator_deleted(tmp_path: Path) -> None:
+    store = fill(tmp_path / "s", 4)
+    file = tmp_path / "backup.jsonl"
+    assert docmem("export", str(file), "--store", url(tmp_path / "s")).code == 0
+    purged = listed(store)[1]
+    store.delete(purged)  # the operator's purge: no trace left in the store
+    refused = answer("import", str(file), "--store", url(tmp_path / "s"))
+    assert (refused["_code"], refused["error"]["code"]) == (1, "transfer_refused")
+    assert (refused["store_documents"], refused["missing"]) == (3, 1)
+    assert refused["missing_keys"] == [purged]
+    assert "--create-missing" in refused["error"]["hint"]
+    assert store.read(purged) is None
+    said = docmem("import", str(file), "--store", url(tmp_path / "s"))
+    assert said.stderr.startswith(
+        f"transfer_refused: the store already holds 3 documents and lacks 1 document of the "
+        f"export (first: {purged})"
+    )
+    asked = answer("import", str(file), "--store", url(tmp_path / "s"), "--create-missing")
+    assert (asked["_code"], asked["created"], asked["skipped"]) == (0, 1, 3)
+
+
+def test_counts_of_one_are_singular(tmp_path: Path) -> None:
+    fill(tmp_path / "src", 1)
+    source = url(tmp_path / "src", create=False)
+    file = tmp_path / "one.jsonl"
+    outputs = [docmem("export", str(file), "--store", source)]
+    outputs.append(docmem("migrate", source, url(tmp_path / "dst"), "--id", "m1"))
+    outputs.append(docmem("migrate", source, url(tmp_path / "dst"), "--id", "m1", "--rollback"))
+    flags = ("--namespace", NAMESPACE, "--scalar-scope", "u0")
+    outputs.append(docmem("save", "--store", source, *flags, "Changed."))
+    mismatch = docmem("verify", str(file), "--store", source)
+    assert mismatch.code == 1
+    assert "the export holds 1 document, the store 1" in mismatch.stderr
+    outputs.append(mismatch)
+    for ran in outputs:
+        shown = ran.stdout + ran.stderr
+        for wrong in ("1 documents", "1 scopes", "1 copies", "1 copy are"):
+            assert wrong not in shown, shown
+    assert "fenced the source: 1 document under" in outputs[1].stdout
+    assert "(1 copy of the source's documents)" in outputs[2].stdout

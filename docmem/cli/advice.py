@@ -57,6 +57,8 @@ def _by_code(error: DocmemError, *, key: str | None, mutation_id: str | None) ->
         return "check the --store URL (or DOCMEM_STORE) and that the store is reachable"
     if code == "store_busy" and mutation_id is not None and error.outcome != "unknown":
         return f"retry with --mutation-id {mutation_id}"
+    if code == "history_kept" and mutation_id is not None:
+        return f"once the store allows the purge, erase again with --mutation-id {mutation_id}"
     if code == "mutation_conflict":
         return "pass a new --mutation-id for a new request"
     if code == "mutation_ambiguous":

@@ -120,3 +120,15 @@ def test_probe_runs_docmem_s3s_checks_on_localstack() -> None:
         True,
         "unversioned",
     )
+
+
+def test_the_advice_for_a_kept_history_is_to_erase_again_under_the_same_id() -> None:
+    from docmem.cli.advice import advice
+    from docmem_s3.history import HistoryKept
+
+    error = HistoryKept("the erase is stored, but older versions are left")
+    error.outcome = "committed"
+    assert advice(error, {"mutation_id": "gdpr-1"}) == (
+        "the change itself is stored; once the store allows the purge, "
+        "erase again with --mutation-id gdpr-1"
+    )

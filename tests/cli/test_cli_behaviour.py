@@ -294,4 +294,3 @@ def test_the_advice_for_an_unknown_outcome_names_inspect_and_the_retry() -> None
     assert advice(error, {"mutation_id": "op-7"}) == (
         "nothing was changed; retry with --mutation-id op-7"
     )
-

@@ -2,7 +2,7 @@
 
 ``docmem.open_store("fsspec+s3://bucket/prefix")``, ``"gs://bucket/prefix"``,
 ``"az://container/prefix"`` or ``"fsspec+file:///var/lib/memory"`` after
-``pip install docmem-fsspec`` (with the extra for the store: ``[s3]``,
+``pip install agent-docmem-fsspec`` (with the extra for the store: ``[s3]``,
 ``[gcs]``, ``[azure]``). Each key is a commit log of immutable versions; see
 :class:`FsspecBackend` for the options and :meth:`FsspecBackend.history` for
 looking at older versions.
@@ -12,5 +12,6 @@ from __future__ import annotations
 
 from .backend import FsspecBackend, Revision
 from .commitlog import object_name, parse_version
+from .probe import ConditionsNotHonoured
 
-__all__ = ["FsspecBackend", "Revision", "object_name", "parse_version"]
+__all__ = ["ConditionsNotHonoured", "FsspecBackend", "Revision", "object_name", "parse_version"]

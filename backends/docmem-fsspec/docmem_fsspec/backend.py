@@ -32,6 +32,10 @@ than the newest object), which runs on a full listing taken after a write at
 most once per quarter of ``grace`` per key and process; ``max_staleness``
 only saves a create that is bound to be refused (a version seen longer ago is
 confirmed by a listing first).
+
+All of that rests on the store refusing a second create of one name, which a
+filesystem's class only promises: before its first create, each store object
+checks it once per process on a probe object (:mod:`docmem_fsspec.probe`).
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ from docmem.errors import (
 )
 from docmem.options import Seconds, check_options, split_options
 
+from . import probe
 from .commitlog import (
     Entry,
     Envelope,
@@ -242,6 +247,9 @@ class FsspecBackend(Backend):
         # When this process last listed each key in full after a write (by _clock).
         self._collected: LruCache[float] = LruCache(max(self.cache_size, 1))
         self._filesystems: PerProcess[tuple[Any, Any]] = PerProcess(self._build)
+        # Whether the store refuses a second create of one name: checked before this
+        # process's first create through this store object, and again in a forked child.
+        self._checked: PerProcess[bool] = PerProcess(self._check_creates)
         # Seconds that only ever go forward; decides nothing about a write's outcome (see the
         # module docstring), only freshness and pacing. A test may swap in its own clock.
         self._clock: Callable[[], float] = time.monotonic
@@ -405,11 +413,9 @@ class FsspecBackend(Backend):
             revision = parent.revision + 1
         blob = wrap(payload, parent)
         identity = digest(blob)
-        self._require_store(writing=True)
-        _, writer = self.filesystems()
         started = self._clock()
         try:
-            self._dialect.create(writer, f"{folder}/{object_name(revision)}", blob)
+            self._create(f"{folder}/{object_name(revision)}", blob)
         except VersionConflict:
             self._mark_contended(key)
             raise
@@ -431,7 +437,6 @@ class FsspecBackend(Backend):
         """Remove every version of ``key``, leaving one content-free tombstone above them."""
         folder = self.folder(key)
         self._recent.drop(key)
-        _, writer = self.filesystems()
         for _attempt in range(_ATTEMPTS):
             listing, _ = self._list(key)
             if not listing.versions:
@@ -441,11 +446,8 @@ class FsspecBackend(Backend):
                 tombstone = top.revision
             else:
                 tombstone = listing.top + 1
-                self._require_store(writing=True)
                 try:
-                    self._dialect.create(
-                        writer, f"{folder}/{object_name(tombstone, Kind.TOMBSTONE)}", b""
-                    )
+                    self._create(f"{folder}/{object_name(tombstone, Kind.TOMBSTONE)}", b"")
                 except (VersionConflict, WriteOutcomeUnknown):
                     continue  # list again: that revision was taken, or our tombstone is there
                 listing, _ = self._list(key)  # what was created before the tombstone landed
@@ -472,11 +474,9 @@ class FsspecBackend(Backend):
         ]
         if not any(entry.kind is Kind.VERSION for entry in older):
             return
-        _, writer = self.filesystems()
         marker = f"{folder}/{object_name(current.revision, Kind.PURGE)}"
-        self._require_store(writing=True)
         try:
-            self._dialect.create(writer, marker, b"")
+            self._create(marker, b"")
         except VersionConflict:
             pass  # another purge of the same version left it already
         except WriteOutcomeUnknown:
@@ -546,6 +546,33 @@ class FsspecBackend(Backend):
 
     def close(self) -> None:
         self._filesystems.reset()
+
+    # -- the first-write check -------------------------------------------------
+
+    def verify(self) -> None:
+        """Check that the store refuses a second create of one name, before the first create.
+
+        Once per store object and process (a forked child checks again): the
+        creates of concurrent first writes wait for one check. A store that
+        fails it is refused with :class:`ConditionsNotHonoured` (see
+        :mod:`docmem_fsspec.probe`), and so is every later write through it,
+        each after checking again; a check that could not finish is
+        ``StoreUnavailable`` and is tried again by the next write.
+        """
+        self._require_store(writing=True)  # a local store to be created is made first
+        self._checked.get()
+
+    def _check_creates(self) -> bool:
+        """The check :meth:`verify` runs once per process (``True``: it held)."""
+        reader, writer = self.filesystems()
+        probe.check(self._dialect, reader, writer, self.root, scheme=self.scheme)
+        return True
+
+    def _create(self, path: str, data: bytes) -> None:
+        """Create ``path`` through the dialect if it is free, the store verified first."""
+        self.verify()
+        _, writer = self.filesystems()
+        self._dialect.create(writer, path, data)
 
     # -- internals -------------------------------------------------------------
 
@@ -766,7 +793,7 @@ def _filesystem_class(protocol: str) -> type[Any]:
         return fsspec.get_filesystem_class(protocol)  # type: ignore[no-any-return]
     except (ImportError, ValueError) as exc:
         extra = _EXTRAS.get(protocol)
-        advice = f"pip install 'docmem-fsspec[{extra}]'" if extra else "install it"
+        advice = f"pip install 'agent-docmem-fsspec[{extra}]'" if extra else "install it"
         raise StoreNotConfigured(
             f"fsspec has no usable implementation of {protocol!r} ({type(exc).__name__}): {advice}"
         ) from None

@@ -11,16 +11,22 @@ replaces the first. Only implementations that make the store itself refuse
 an existing name are accepted:
 
 - ``s3fs``: ``PutObject`` with ``If-None-Match: *``;
-- ``gcsfs``: an upload with ``ifGenerationMatch=0``;
+- ``gcsfs`` (``GCSFileSystem`` and its subclass ``ExtendedGcsFileSystem``,
+  which gcsfs registers for ``gs://``): an upload with ``ifGenerationMatch=0``;
 - ``adlfs``: ``Put Blob`` with ``If-None-Match: *``;
 - the local filesystem: a fully written and fsynced temporary file is
   hard-linked to its final name with ``os.link``, which fails if the name
   exists (:mod:`docmem.backends._durable`, as the core's ``file://`` writes).
 
-Any other filesystem is refused unless the caller asserts atomic create
-(``assume_atomic_create=true``). A create is sent exactly once: retries are
-switched off for it, because a resent create whose first attempt landed would
-be refused and read as somebody else's write.
+Any other filesystem, a subclass of one of these included (it may override the
+create), is refused unless the caller asserts atomic create
+(``assume_atomic_create=true``). What the class sends is not what the store
+does: before the first create through a store, :mod:`docmem_fsspec.probe`
+checks that the store refuses a second create of one name.
+
+A create is sent exactly once: retries are switched off for it, because a
+resent create whose first attempt landed would be refused and read as
+somebody else's write.
 
 Each dialect turns its implementation's answers into docmem's: an existing
 name is :class:`VersionConflict`, a request that surely never reached the
@@ -252,10 +258,10 @@ class S3fsDialect(Dialect):
     def __init__(self) -> None:
         try:
             from docmem_s3.errors import s3_answers
-        except ImportError:  # docmem-fsspec[s3] installs it
+        except ImportError:  # agent-docmem-fsspec[s3] installs it
             raise StoreNotConfigured(
-                "fsspec+s3:// needs docmem-s3, whose table classifies S3's answers: "
-                "pip install 'docmem-fsspec[s3]'"
+                "fsspec+s3:// needs agent-docmem-s3, whose table classifies S3's answers: "
+                "pip install 'agent-docmem-fsspec[s3]'"
             ) from None
         self._answers: type[s3_answers] = s3_answers
 
@@ -415,7 +421,14 @@ class AssumedDialect(Dialect):
 
 
 class GcsfsDialect(AssumedDialect):
-    """gcsfs: its create is an upload with ``ifGenerationMatch=0`` (accepted on reading; untested).
+    """gcsfs: its create is an upload with ``ifGenerationMatch=0`` (tested on fake-gcs-server).
+
+    Both classes gcsfs may register for ``gs://`` qualify: ``GCSFileSystem``,
+    and its subclass ``ExtendedGcsFileSystem`` (the default, unless
+    ``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=false``), which sends the same upload
+    to every bucket but a zonal one. There it writes over the object without
+    any precondition, so a second create succeeds: the first-write check
+    (:mod:`docmem_fsspec.probe`) refuses such a bucket.
 
     gcsfs fixes its retries when the class is defined, so they cannot be turned
     off for a create: one resent after a lost answer is reported as a conflict.
@@ -424,12 +437,15 @@ class GcsfsDialect(AssumedDialect):
     label = "gcsfs"
 
 
-#: (module, class name) -> (distribution whose version is checked, dialect).
+#: (module, class name) -> (distribution whose version is checked, dialect). Exact classes
+#: only: a subclass may override the create (gcsfs's own does, for zonal buckets), so each
+#: one is listed here once its create has been read and tested, never on its parent's word.
 _ACCEPTED: dict[tuple[str, str], tuple[str, type[Dialect]]] = {
     ("fsspec.implementations.local", "LocalFileSystem"): ("fsspec", LocalDialect),
     ("s3fs.core", "S3FileSystem"): ("s3fs", S3fsDialect),
     ("adlfs.spec", "AzureBlobFileSystem"): ("adlfs", AdlfsDialect),
     ("gcsfs.core", "GCSFileSystem"): ("gcsfs", GcsfsDialect),
+    ("gcsfs.extended_gcsfs", "ExtendedGcsFileSystem"): ("gcsfs", GcsfsDialect),
 }
 
 
@@ -452,9 +468,14 @@ def dialect_for(fs_class: type, *, assume_atomic_create: bool) -> Dialect:
     raise StoreNotConfigured(
         f"{fs_class.__module__}.{fs_class.__qualname__} is not known to create objects "
         "atomically (fsspec's generic create checks, then writes); docmem-fsspec accepts "
-        "s3fs, gcsfs, adlfs and the local filesystem. If this store really refuses a second "
-        "create of the same name as one atomic step, pass assume_atomic_create=true"
+        f"these classes, not their subclasses: {', '.join(_accepted_names())}. If "
+        "this store really refuses a second create of the same name as one atomic step, "
+        "pass assume_atomic_create=true"
     )
+
+
+def _accepted_names() -> list[str]:
+    return sorted(f"{module}.{name}" for module, name in _ACCEPTED)
 
 
 def _version(distribution: str) -> tuple[int, ...]:

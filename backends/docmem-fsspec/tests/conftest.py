@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,10 @@ from fsspec_stores import STORES, require, store_url
 
 import docmem
 from docmem_fsspec import FsspecBackend
+
+# gcsfs's ExtendedGcsFileSystem asks the GCS emulator, which speaks no gRPC, for a bucket's
+# layout over gRPC, and gRPC's own log would print every failed handshake to stderr.
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 
 @pytest.fixture(params=STORES)

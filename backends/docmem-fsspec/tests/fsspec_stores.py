@@ -1,13 +1,18 @@
-"""The three stores docmem-fsspec is tested on: local disk, s3fs on LocalStack, adlfs on Azurite.
+"""The stores docmem-fsspec is tested on: local disk, s3fs on LocalStack, adlfs on Azurite,
+and gcsfs on fake-gcs-server.
 
-`scripts/with-test-servers` starts LocalStack and Azurite on 127.0.0.1 and
-exports ``LOCALSTACK_ENDPOINT``, ``AZURE_STORAGE_CONNECTION_STRING`` (adlfs
-reads it) and the bucket and container names. Run by hand without them, the
-server tests are skipped with that reason; under `make test`
-(``DOCMEM_REQUIRE_SERVERS=1``) a missing server is a failure, never a skip.
+`scripts/with-test-servers` starts LocalStack, Azurite and fake-gcs-server on
+127.0.0.1 and exports ``LOCALSTACK_ENDPOINT``, ``AZURE_STORAGE_CONNECTION_STRING``
+(adlfs reads it), ``GCS_EMULATOR_ENDPOINT`` and the bucket and container
+names. Run by hand without them, the server tests are skipped with that
+reason; under `make test` (``DOCMEM_REQUIRE_SERVERS=1``) a missing server is a
+failure, never a skip. :data:`STORES`, which the ``kind`` fixture runs every
+store-generic test on, leaves out GCS: the conformance suite and the GCS tests
+cover it, and `make test` has no time for every test on a fourth store.
 
 Each store also has a *raw* client that never goes through fsspec (``os``,
-boto3, the Azure SDK): the out-of-band view the tests check the store against.
+boto3, the Azure SDK, google-cloud-storage): the out-of-band view the tests
+check the store against.
 
 The test modules import these helpers from here, not from ``conftest``: a
 module of that name is in every plug-in's tests folder, so which one
@@ -21,6 +26,7 @@ import os
 import re
 import socket
 import time
+import types
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
@@ -31,13 +37,20 @@ import pytest
 
 from docmem_fsspec import FsspecBackend
 from docmem_fsspec.commitlog import unwrap
+from docmem_fsspec.probe import PROBE_PREFIX
 
 STORES = ("local", "localstack", "azurite")
 _LOG_NAME = re.compile(r"[0-9a-f]{16}\.")
 _ENVIRONMENT = {
     "localstack": ("LOCALSTACK_ENDPOINT",),
     "azurite": ("AZURE_STORAGE_CONNECTION_STRING",),
+    "gcs": ("GCS_EMULATOR_ENDPOINT",),
 }
+#: gcsfs's ExtendedGcsFileSystem asks the Storage Control API (gRPC) for a bucket's layout
+#: before each request until it gets an answer, retrying for 60 s by default; the emulator
+#: does not speak it, so the tests let it give up at once (gcsfs then sends the JSON API
+#: requests it sends to a standard bucket). A float, so a keyword rather than URL text.
+GCS_OPTIONS: dict[str, Any] = {"retry_timeout": 0.01}
 
 
 def require(store: str) -> None:
@@ -83,8 +96,21 @@ def ensure_container() -> None:
     _containers_made.add(container())
 
 
+def store_options(store: str) -> dict[str, Any]:
+    """The keyword options to open a :func:`store_url` of the given kind with."""
+    return dict(GCS_OPTIONS) if store == "gcs" else {}
+
+
+def gcs_url(endpoint: str, prefix: str) -> str:
+    """A ``gs://`` URL of the test bucket through ``endpoint`` (the emulator, or a proxy)."""
+    return f"gs://{bucket()}/{prefix}?endpoint_url={endpoint}&token=anon"
+
+
 def store_url(store: str, root: Path | None = None) -> str:
-    """A URL for a fresh, empty store of the given kind (``root``: the local parent folder)."""
+    """A URL for a fresh, empty store of the given kind (``root``: the local parent folder).
+
+    Open it with :func:`store_options`.
+    """
     require(store)
     prefix = f"t-{uuid.uuid4().hex[:12]}"
     if store == "local":
@@ -94,6 +120,8 @@ def store_url(store: str, root: Path | None = None) -> str:
         return f"fsspec+file://{folder}?create=true"
     if store == "localstack":
         return f"fsspec+s3://{bucket()}/{prefix}?endpoint_url={os.environ['LOCALSTACK_ENDPOINT']}"
+    if store == "gcs":
+        return gcs_url(os.environ["GCS_EMULATOR_ENDPOINT"], prefix)
     ensure_container()
     return f"az://{container()}/{prefix}"
 
@@ -107,6 +135,8 @@ def unavailable_url(store: str, root: Path) -> tuple[str, dict[str, Any]]:
         return f"fsspec+s3://{bucket()}/x?endpoint_url={dead}", {
             "config_kwargs": {"retries": {"total_max_attempts": 1}, "connect_timeout": 1}
         }
+    if store == "gcs":
+        return gcs_url(dead, "x"), store_options("gcs")
     key = (  # Azurite's well-known development key: public, not a secret
         "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
     )
@@ -134,6 +164,8 @@ class Raw:
             self._container = ContainerClient.from_connection_string(
                 os.environ["AZURE_STORAGE_CONNECTION_STRING"], container()
             )
+        elif kind == "gcs":
+            self._bucket = gcs_bucket()
 
     def _split(self, path: str) -> str:
         """The object key inside the bucket or container."""
@@ -141,7 +173,14 @@ class Raw:
 
     def names(self, key: str) -> list[str]:
         """The object names in the key's folder, sorted."""
-        folder = self.store.folder(key)
+        return self.names_in(self.store.folder(key))
+
+    def probe_names(self) -> list[str]:
+        """The probe objects the first-write check left in the store (none, normally)."""
+        return [name for name in self.names_in(self.store.root) if name.startswith(PROBE_PREFIX)]
+
+    def names_in(self, folder: str) -> list[str]:
+        """The object names in a folder of the store, sorted."""
         if self.kind == "local":
             try:
                 return sorted(os.listdir(folder))
@@ -153,6 +192,8 @@ class Raw:
                 Bucket=bucket(), Prefix=prefix
             )
             found = [item["Key"] for page in pages for item in page.get("Contents", ())]
+        elif self.kind == "gcs":
+            found = [blob.name for blob in self._bucket.list_blobs(prefix=prefix)]
         else:
             found = [blob.name for blob in self._container.list_blobs(name_starts_with=prefix)]
         return sorted(name[len(prefix) :] for name in found)
@@ -164,6 +205,8 @@ class Raw:
         if self.kind == "localstack":
             answer = self._s3.get_object(Bucket=bucket(), Key=self._split(path))
             return bytes(answer["Body"].read())
+        if self.kind == "gcs":
+            return bytes(self._bucket.blob(self._split(path)).download_as_bytes())
         return bytes(self._container.download_blob(self._split(path)).readall())
 
     def write(self, key: str, name: str, data: bytes) -> None:
@@ -173,6 +216,8 @@ class Raw:
             Path(path).write_bytes(data)
         elif self.kind == "localstack":
             self._s3.put_object(Bucket=bucket(), Key=self._split(path), Body=data)
+        elif self.kind == "gcs":
+            self._bucket.blob(self._split(path)).upload_from_string(data)
         else:
             self._container.upload_blob(self._split(path), data, overwrite=True)
 
@@ -190,6 +235,30 @@ class Raw:
         names = self.names(key)
         top = max((int(name[:16], 16) for name in names if _LOG_NAME.match(name)), default=0)
         self.write(key, f"{top + 1:016x}.md", data)
+
+
+def skip_gcsfs_retries(store: Any) -> None:
+    """Make the store's gcsfs filesystems send each request once.
+
+    gcsfs retries a failed request five times over about half a minute, fixed
+    when its class is defined; where nothing listens the answer is the same
+    without the waiting.
+    """
+    for fs in {id(fs): fs for fs in store.filesystems()}.values():
+        fs._request = types.MethodType(type(fs)._request.__wrapped__, fs)
+
+
+def gcs_bucket() -> Any:
+    """The emulator's test bucket through google-cloud-storage, anonymously (no fsspec)."""
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage  # type: ignore[import-untyped]
+
+    client = storage.Client(
+        project="docmem-test",
+        credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+        client_options={"api_endpoint": os.environ["GCS_EMULATOR_ENDPOINT"]},
+    )
+    return client.bucket(bucket())
 
 
 class Clock:

@@ -1,4 +1,4 @@
-"""The docmem.testing conformance suite on the three stores, races included.
+"""The docmem.testing conformance suite on the four stores, races included.
 
 The FileMemory process race runs 4 processes x 25 saves on one scope, as the
 issue asks, on each store.
@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from fsspec_stores import Raw, require, store_url, unavailable_url
+from fsspec_stores import (
+    Raw,
+    require,
+    skip_gcsfs_retries,
+    store_options,
+    store_url,
+    unavailable_url,
+)
 from hypothesis import HealthCheck, settings
 
 import docmem
@@ -27,7 +34,8 @@ class _FsspecTests(BackendTests):
         require(self.store_kind)
 
         def make() -> docmem.Backend:
-            return docmem.open_store(store_url(self.store_kind, tmp_path))
+            url = store_url(self.store_kind, tmp_path)
+            return docmem.open_store(url, **store_options(self.store_kind))
 
         return make
 
@@ -45,6 +53,8 @@ class _FsspecTests(BackendTests):
             # docmem-fsspec lets the Azure SDK retry a read twice, a few seconds in all;
             # nothing listens here, so skip the waiting (the answer is the same).
             store.filesystems()[0].service_client._config.retry_policy.total_retries = 0
+        if self.store_kind == "gcs":
+            skip_gcsfs_retries(store)  # the same: gcsfs would retry for half a minute
         return store
 
 
@@ -74,3 +84,10 @@ class TestLocalStack(_ServerTests):
 @pytest.mark.integration
 class TestAzurite(_ServerTests):
     store_kind = "azurite"
+
+
+@pytest.mark.integration
+class TestGcs(_ServerTests):
+    """gcsfs as ``gs://`` registers it (``ExtendedGcsFileSystem``), on fake-gcs-server."""
+
+    store_kind = "gcs"

@@ -216,6 +216,7 @@ def test_a_live_create_holds_its_temporary_file_locked(
         assert Path(source).exists()
         real_link(source, target)
 
+    store.verify()  # the first-write check links too: not under test here
     monkeypatch.setattr("docmem_fsspec.dialects.os.link", sweep_then_link)
     store.write("k", b"one", expected=None)
     assert swept == [0]

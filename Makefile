@@ -51,7 +51,7 @@ typecheck: $(VENV)/.dev
 
 # One pytest run per distribution (plug-ins' test modules may share names with the
 # core's). Plug-in tests talk to real servers: scripts/with-test-servers starts
-# LocalStack, SeaweedFS and Azurite on 127.0.0.1, runs them, and stops the servers,
+# LocalStack, SeaweedFS, Azurite and fake-gcs-server on 127.0.0.1, runs them, and stops the servers,
 # also on failure.
 pytest: $(VENV)/.dev
 	$(BIN)/python -m pytest tests $(PYTEST_ARGS)

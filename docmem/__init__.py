@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .encryption import EncryptedStore, Keyring, encrypted
     from .errors import (
         Cancelled,
+        ConditionsNotHonoured,
         ContentRejected,
         DocmemError,
         DocumentCorrupt,
@@ -118,6 +119,7 @@ _WHERE = {
     "Backend": "backend",
     "BoundMemory": "memory",
     "Cancelled": "errors",
+    "ConditionsNotHonoured": "errors",
     "CaptureContext": "provider",
     "ContentRejected": "errors",
     "DocmemError": "errors",
@@ -206,6 +208,7 @@ __all__ = [
     "BoundMemory",
     "Cancelled",
     "CaptureContext",
+    "ConditionsNotHonoured",
     "ContentRejected",
     "DocmemError",
     "DocumentCorrupt",

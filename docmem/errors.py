@@ -11,6 +11,7 @@ values: only ids, revisions, sizes, counts and codes.
     ├── InvalidArgument           invalid_argument
     ├── StoreNotConfigured        store_not_configured
     ├── StoreUnavailable          store_unavailable
+    │   └── ConditionsNotHonoured conditions_not_honoured (a store's own checks)
     ├── VersionConflict           version_conflict       (backend level)
     ├── WriteOutcomeUnknown       write_outcome_unknown  (backend level)
     ├── StoreBusy                 store_busy
@@ -43,6 +44,7 @@ from typing import Literal
 
 __all__ = [
     "Cancelled",
+    "ConditionsNotHonoured",
     "ContentRejected",
     "DocmemError",
     "DocumentCorrupt",
@@ -109,6 +111,26 @@ class StoreUnavailable(DocmemError):
     """The store could not be reached or refused the request; never read as empty."""
 
     code = "store_unavailable"
+
+
+class ConditionsNotHonoured(StoreUnavailable):
+    """The server ignores or refuses conditional writes; docmem will not write to it.
+
+    Raised by a store's own check of the server before its first write
+    (docmem-s3's probe, docmem-fsspec's second create), one class for every
+    store so that one ``except`` catches them all.
+    """
+
+    code = "conditions_not_honoured"
+
+    @classmethod
+    def failed(cls, scheme: str, checks: list[str]) -> ConditionsNotHonoured:
+        """The refusal of a ``scheme`` store that failed the named ``checks``."""
+        return cls(
+            f"the {scheme} store does not honour conditional writes as docmem needs them, so "
+            f"concurrent updates would be lost or fail; docmem refuses it. Failed: "
+            f"{'; '.join(checks)}"
+        )
 
 
 class VersionConflict(DocmemError):

@@ -24,7 +24,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from docmem.errors import DocmemError, StoreNotConfigured, StoreUnavailable, VersionConflict
+from docmem.errors import (
+    ConditionsNotHonoured,
+    DocmemError,
+    StoreNotConfigured,
+    StoreUnavailable,
+    VersionConflict,
+)
 
 from .errors import UNSUPPORTED, Missing, NotAnError, s3_answers, usable_etag
 from .history import Versioning, keeps_versions
@@ -40,12 +46,6 @@ _WEAK_NOTE = (
     "so every update would fail)"
 )
 _NO_ETAG_NOTE = " (not tried: the store gave no well-formed ETag to send)"
-
-
-class ConditionsNotHonoured(StoreUnavailable):
-    """The store ignores or refuses conditional writes; docmem will not write to it."""
-
-    code = "conditions_not_honoured"
 
 
 @dataclass(frozen=True)
@@ -229,8 +229,4 @@ def refuse(found: list[Check]) -> None:
     """Raise ConditionsNotHonoured naming every check that failed, if any did."""
     failed = [name for name, passed in found if not passed]
     if failed:
-        raise ConditionsNotHonoured(
-            "the s3 store does not honour conditional writes as docmem needs them, so "
-            f"concurrent updates would be lost or fail; docmem refuses it. Failed: "
-            f"{'; '.join(failed)}"
-        )
+        raise ConditionsNotHonoured.failed("s3", failed)

@@ -277,6 +277,7 @@ def test_a_server_ignoring_conditions_is_refused(stripping_proxy: _HeaderStrippi
     with pytest.raises(ConditionsNotHonoured) as caught:
         probe(store)
     assert "second create" in str(caught.value)
+    assert isinstance(caught.value, docmem.ConditionsNotHonoured)  # one class for every store
     # The first write through such a store is refused too, before anything is written.
     with pytest.raises(ConditionsNotHonoured):
         bind(docmem.open_store(url)).save("would be lost", mutation_id="m")

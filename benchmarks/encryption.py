@@ -49,7 +49,7 @@ from harness.arguments import add_endpoint_arguments, add_output_arguments, over
 from harness.report import Result, describe, json_report, notes, table, verdict, versions
 from harness.s3 import Prefixes, Requests, S3Endpoint, check_bucket
 from harness.timing import Sample, interleave, log, settle
-from harness.workload import save_text, seeded
+from harness.workload import index_of, save_text, seeded
 
 import docmem
 from docmem.encryption import EncryptedStore, KmsKey
@@ -125,7 +125,7 @@ def saves(memory: docmem.BoundMemory, batch: int, around: Around) -> Sample:
                 start = time.perf_counter_ns()
                 result = memory.save(save_text(count), mutation_id=f"save-{count}")
                 spent += time.perf_counter_ns() - start
-            memory.remove(result.index, mutation_id=f"remove-{count}")
+            memory.remove(index_of(result), mutation_id=f"remove-{count}")
         return spent / 1e9 / batch
 
     return run

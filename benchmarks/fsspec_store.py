@@ -132,7 +132,7 @@ from harness.contention import Tally, contended_saves
 from harness.report import Result, compared, describe, json_report, layout, notes, versions
 from harness.s3 import Prefixes, Requests, S3Endpoint, check_bucket
 from harness.timing import Sample, clock, interleave, log, settle
-from harness.workload import SLOT, bind, changes, recall_after, seeded, timed_save
+from harness.workload import SLOT, bind, changes, index_of, recall_after, seeded, timed_save
 
 import docmem
 from docmem.document import MAX_DOCUMENT_BYTES
@@ -434,7 +434,7 @@ def saves(memory: docmem.BoundMemory, requests: Requests, remover: docmem.BoundM
         nonlocal count
         count += 1
         elapsed, result = timed_save(memory, requests, count)
-        remover.remove(result.index, mutation_id=f"remove-{count}")
+        remover.remove(index_of(result), mutation_id=f"remove-{count}")
         return elapsed
 
     return run
@@ -453,7 +453,7 @@ def save_stale_side(store: docmem.Backend, open_another: Callable[[], docmem.Bac
     memory = seeded(store, NAMESPACE, "save")
     other = bind(open_another(), NAMESPACE, "save")
     # The other client writes first, so the first timed save starts from a stale cache too.
-    other.remove(other.save("Warm-up note.", mutation_id="warm-save").index, mutation_id="warm")
+    other.remove(index_of(other.save("Warm-up note.", mutation_id="warm-save")), mutation_id="warm")
     requests = counted(store)
     # The other client removes each entry: the size stays put, this store's cache goes stale.
     run = saves(memory, requests, remover=other)

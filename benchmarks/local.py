@@ -45,7 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 from harness.arguments import add_output_arguments, override
 from harness.report import Result, describe, json_report, table, verdict, versions
 from harness.timing import Sample, clock, interleave, log
-from harness.workload import ENTRIES, bind, save_text, scale_keys, seeded, small_document
+from harness.workload import ENTRIES, bind, index_of, save_text, scale_keys, seeded, small_document
 
 import docmem
 from docmem.backends.local import LocalBackend
@@ -191,7 +191,7 @@ def bench_save(base: str, settings: Settings) -> Result:
         result = memory.save(text, mutation_id=f"save-{count}")
         elapsed = (time.perf_counter_ns() - start) / 1e9
         written = raw_read(path)  # what the baseline writes next
-        memory.remove(result.index, mutation_id=f"remove-{count}")
+        memory.remove(index_of(result), mutation_id=f"remove-{count}")
         return elapsed
 
     def raw() -> float:

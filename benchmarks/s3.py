@@ -94,6 +94,7 @@ from harness.workload import (
     SLOT,
     bind,
     changes,
+    index_of,
     recall_after,
     scale_keys,
     seeded,
@@ -339,7 +340,7 @@ def bench_save_cold(endpoint: Endpoint, prefixes: Prefixes, settings: Settings) 
         count += 1
         elapsed, result = timed_save(memory, ours, count)
         written = fetch(raw, key)[0]  # what the baseline writes next (no cache to ask)
-        memory.remove(result.index, mutation_id=f"remove-{count}")
+        memory.remove(index_of(result), mutation_id=f"remove-{count}")
         return elapsed
 
     def baseline() -> float:
@@ -381,7 +382,7 @@ def bench_save_stale(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
     theirs = Requests().attach(*raw.clients())
     count = 0
     # The other client writes first, so the first timed save starts from a stale cache too.
-    other.remove(other.save("Warm-up note.", mutation_id="warm-save").index, mutation_id="warm")
+    other.remove(index_of(other.save("Warm-up note.", mutation_id="warm-save")), mutation_id="warm")
 
     def save() -> float:
         nonlocal count, written
@@ -389,7 +390,7 @@ def bench_save_stale(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
         elapsed, result = timed_save(memory, ours, count)
         written = fetch(raw, key)[0]  # what the baseline writes next
         # The other client removes the entry: the size stays put, this store's cache goes stale.
-        other.remove(result.index, mutation_id=f"remove-{count}")
+        other.remove(index_of(result), mutation_id=f"remove-{count}")
         return elapsed
 
     def baseline() -> float:
@@ -435,7 +436,7 @@ def bench_save_fresh(endpoint: Endpoint, prefixes: Prefixes, settings: Settings)
         count += 1
         elapsed, result = timed_save(memory, ours, count)
         written = fetch(raw, key)[0]  # what the baseline writes next
-        memory.remove(result.index, mutation_id=f"remove-{count}")  # this store again: fresh
+        memory.remove(index_of(result), mutation_id=f"remove-{count}")  # this store again: fresh
         return elapsed
 
     def baseline() -> float:

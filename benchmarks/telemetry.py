@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from harness.arguments import add_output_arguments, override
 from harness.report import Result, describe, json_report, table, verdict, versions
 from harness.timing import interleave, log, settle
-from harness.workload import bind, save_text, seeded
+from harness.workload import bind, index_of, save_text, seeded
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
@@ -95,7 +95,7 @@ def saves(memory: docmem.BoundMemory, batch: int) -> Callable[[], float]:
             start = time.perf_counter_ns()
             result = memory.save(save_text(count), mutation_id=f"save-{count}")
             spent += time.perf_counter_ns() - start
-            memory.remove(result.index, mutation_id=f"remove-{count}")
+            memory.remove(index_of(result), mutation_id=f"remove-{count}")
         return spent / 1e9 / batch
 
     return run

@@ -41,7 +41,7 @@ from .errors import (
     WriteOutcomeUnknown,
 )
 from .grouping import Member
-from .mutation import Mutation, Refused, Write
+from .mutation import Aged, Mutation, Refused, Write
 from .retry import Attempt, RetryPolicy
 
 __all__ = ["KeyIO", "Observed", "PendingWrite", "Read", "Work", "commit_batch"]
@@ -312,9 +312,7 @@ class _Batch:
 
     # -- answers ------------------------------------------------------------------
 
-    def _committed(
-        self, member: Member[Any], record: journal.JournalRecord | journal.AgedRecord
-    ) -> None:
+    def _committed(self, member: Member[Any], record: journal.JournalRecord | Aged) -> None:
         """``member``'s record is stored: its recorded result (after a lost answer, settled)."""
         work = _work(member)
         if work.pending.revision is not None:

@@ -19,7 +19,6 @@ import base64
 import hashlib
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Literal
 
 import msgspec
@@ -31,7 +30,6 @@ __all__ = [
     "MAX_OLDER_IDS",
     "MAX_RECORDS",
     "OLDER_ID_BYTES",
-    "AgedRecord",
     "JournalRecord",
     "Op",
     "OpOutcome",
@@ -66,16 +64,6 @@ class JournalRecord(msgspec.Struct, array_like=True, frozen=True, forbid_unknown
     op: str
     outcome: str
     index: int | None
-
-
-@dataclass(frozen=True)
-class AgedRecord:
-    """A mutation id found among the older ids: applied once, its result no longer kept.
-
-    ``rev`` is the revision of the document it was found in, not the mutation's own.
-    """
-
-    rev: int
 
 
 def _digest16(data: bytes) -> str:

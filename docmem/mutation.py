@@ -39,10 +39,11 @@ from .errors import (
     ScopeFenced,
     SecretDetected,
 )
-from .journal import AgedRecord, JournalRecord, Op
+from .journal import JournalRecord, Op
 from .secrets import SecretFilter
 
 __all__ = [
+    "Aged",
     "Decision",
     "Done",
     "Erase",
@@ -66,11 +67,18 @@ _R = TypeVar("_R")
 
 
 @dataclass(frozen=True)
+class Aged:
+    """This mutation's id is among ``document``'s older ids: applied once, its result gone."""
+
+    document: MemoryDocument
+
+
+@dataclass(frozen=True)
 class SaveResult:
     """A committed save (``"saved"``), an entry already there (``"duplicate"``), or a replay.
 
-    ``index`` is ``None`` only for ``"replayed"``: which index the first save
-    got is no longer known (the entry may since have been removed or erased).
+    ``index`` is ``None`` only for a ``"replayed"`` save whose text is gone (removed
+    or erased since); a replayed save whose text is there has that entry's index.
     """
 
     status: Literal["saved", "duplicate", "replayed"]
@@ -168,27 +176,27 @@ class Mutation(abc.ABC, Generic[_R]):
         except (LimitExceeded, IndexExhausted) as refusal:
             return Refused(refusal)
 
-    def own_record(self, document: MemoryDocument | None) -> JournalRecord | AgedRecord | None:
+    def own_record(self, document: MemoryDocument | None) -> JournalRecord | Aged | None:
         """This mutation's record in ``document``; the same id for another request is refused.
 
-        An id found only among the older ids is an :class:`AgedRecord`: which
-        request it made is no longer known, so it is taken to be this one.
+        An id found only among the older ids is :class:`Aged`: which request
+        it made is no longer known, so it is taken to be this one.
         """
         if document is None:
             return None
         mine = journal.find(document.journal, self.id_digest)
         if mine is None:
             if journal.find_older(document.older_ids, self.id_digest):
-                return AgedRecord(document.revision)
+                return Aged(document)
             return None
         if mine.request_digest != self.request_digest:
             raise MutationConflict("this mutation id was already used for a different request")
         return mine
 
-    def result_of(self, record: JournalRecord | AgedRecord) -> _R:
+    def result_of(self, record: JournalRecord | Aged) -> _R:
         """The result :meth:`own_record`'s answer stands for."""
-        if isinstance(record, AgedRecord):
-            return self.replayed(record.rev)
+        if isinstance(record, Aged):
+            return self.replayed(record.document)
         return self.replay(record)
 
     @abc.abstractmethod
@@ -200,8 +208,8 @@ class Mutation(abc.ABC, Generic[_R]):
         """The result this mutation's journal ``record`` stands for."""
 
     @abc.abstractmethod
-    def replayed(self, revision: int) -> _R:
-        """The result of this mutation found among the older ids at ``revision``."""
+    def replayed(self, document: MemoryDocument) -> _R:
+        """The result of this mutation, found among ``document``'s older ids: nothing to do."""
 
     def record(self, document: MemoryDocument, index: int | None) -> JournalRecord:
         """The journal record of this mutation written over ``document``."""
@@ -268,8 +276,8 @@ class Save(Mutation[SaveResult]):
     def replay(self, record: JournalRecord) -> SaveResult:
         return SaveResult("saved", _index(record), record.rev)
 
-    def replayed(self, revision: int) -> SaveResult:
-        return SaveResult("replayed", None, revision)
+    def replayed(self, document: MemoryDocument) -> SaveResult:
+        return SaveResult("replayed", document.index_of(self.text), document.revision)
 
     def _check_characters(self, before: MemoryDocument, after: MemoryDocument) -> None:
         """LimitExceeded when ``after`` renders past ``max_characters``, with what to do."""
@@ -310,8 +318,8 @@ class Remove(Mutation[RemoveResult]):
     def replay(self, record: JournalRecord) -> RemoveResult:
         return RemoveResult("removed", _index(record), record.rev)
 
-    def replayed(self, revision: int) -> RemoveResult:
-        return RemoveResult("replayed", self.index, revision)
+    def replayed(self, document: MemoryDocument) -> RemoveResult:
+        return RemoveResult("replayed", self.index, document.revision)
 
 
 class Erase(Mutation[EraseResult]):
@@ -331,8 +339,8 @@ class Erase(Mutation[EraseResult]):
     def replay(self, record: JournalRecord) -> EraseResult:
         return EraseResult("erased", record.rev)
 
-    def replayed(self, revision: int) -> EraseResult:
-        return EraseResult("replayed", revision)
+    def replayed(self, document: MemoryDocument) -> EraseResult:
+        return EraseResult("replayed", document.revision)
 
 
 def _index(record: JournalRecord) -> int:

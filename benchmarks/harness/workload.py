@@ -19,6 +19,7 @@ __all__ = [
     "SLOT",
     "bind",
     "changes",
+    "index_of",
     "recall_after",
     "save_text",
     "scale_keys",
@@ -68,6 +69,12 @@ def scale_keys(namespace: str, count: int) -> list[str]:
     ]
 
 
+def index_of(saved: docmem.SaveResult) -> int:
+    """The index a benchmark's save left its text at (its fresh mutation ids never replay)."""
+    assert saved.index is not None, "a fresh mutation id was answered as a replay"
+    return saved.index
+
+
 def save_text(count: int) -> str:
     return f"Note {count}: met the user on a Tuesday."
 
@@ -94,7 +101,7 @@ def changes(other: docmem.BoundMemory) -> Callable[[], int]:
             f"Note {count}: the user moved the weekly meeting to Thursday.",
             mutation_id=f"change-save-{count}",
         )
-        return other.remove(saved.index, mutation_id=f"change-remove-{count}").revision
+        return other.remove(index_of(saved), mutation_id=f"change-remove-{count}").revision
 
     return change
 

@@ -32,6 +32,8 @@ EXIT_PIPE = 141
 
 #: The loggers of docmem and its plug-ins: shown with --debug, silent otherwise.
 _LOGGERS = ("docmem", "docmem_s3", "docmem_fsspec")
+#: Commands that run until stopped: their warnings go to stderr without --debug.
+_SERVERS = frozenset({"mcp"})
 
 
 class Command(Protocol):
@@ -59,7 +61,7 @@ def run(argv: list[str]) -> int:
         arguments = parsers.top.parse_args(argv)
     except SystemExit as exit_:  # argparse: --help (0) or a usage error (2)
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
-    _configure_logging(debug=arguments.debug)
+    _configure_logging(debug=arguments.debug, serving=arguments.command in _SERVERS)
     report = Reporter(
         arguments.command,
         json=getattr(arguments, "json", False),
@@ -107,16 +109,19 @@ def _command(name: str) -> Command:
     return command
 
 
-def _configure_logging(*, debug: bool) -> None:
+def _configure_logging(*, debug: bool, serving: bool) -> None:
     """With ``--debug``, docmem's own loggers at DEBUG on stderr (keys and codes, never text).
 
-    Only docmem's: botocore's debug logs carry request headers. Without it
-    they stay silent (Python would print warnings of an unconfigured logger).
+    Only docmem's: botocore's debug logs carry request headers. Without it a
+    command that runs once stays silent (its report says what happened), and
+    a server (``docmem mcp``) logs WARNING and above: its operator must hear
+    of a JWKS out of reach or a store that keeps failing while it serves.
     """
     handler: logging.Handler
-    if debug:
+    if debug or serving:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+        handler.setLevel(logging.DEBUG if debug else logging.WARNING)
     else:
         handler = logging.NullHandler()
     for name in _LOGGERS:

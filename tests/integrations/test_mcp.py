@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 import signal
 import subprocess
 import sys
@@ -870,6 +871,37 @@ def test_docmem_mcp_debug_logs_each_line_once(issuer_key: SigningKey, tmp_path: 
         "docmem INFO docmem mcp: bearer token refused (ExpiredSignatureError)",
     ]
     assert "not-a-token" not in err
+
+
+def test_docmem_mcp_logs_warnings_without_debug_but_no_refusals(
+    issuer_key: SigningKey, tmp_path: Path
+) -> None:
+    """A server's operator hears of a JWKS out of reach, once; an anonymous refusal is quiet."""
+    port, jwks_port = free_port(), free_port()  # nothing listens on the JWKS port
+    url = f"file://{tmp_path / 'memory'}?create=true"
+    flags = ["--store", url, "--namespace", NAMESPACE, "--http", f"127.0.0.1:{port}"]
+    flags += ["--jwks-url", f"http://127.0.0.1:{jwks_port}/jwks"]
+    flags += ["--issuer", ISSUER, "--audience", AUDIENCE]
+    process = subprocess.Popen(
+        [str(DOCMEM), "mcp", *flags],
+        env={**host_environment(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    endpoint = f"http://127.0.0.1:{port}/mcp"
+    with stopped(process):
+        wait_for_port(port, process)
+        assert post(endpoint, "not-a-token", INITIALIZE).status_code == 401  # INFO: not shown
+        for _ in range(3):
+            assert post(endpoint, issuer_key.token("a"), INITIALIZE).status_code == 401
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=DEADLINE)
+    logged = re.compile(r"docmem\S* (DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
+    assert [line for line in err.splitlines() if logged.match(line)] == [
+        "docmem WARNING docmem mcp: bearer token not verified (PyJWKClientConnectionError)",
+    ]
 
 
 def test_jwks_urls_must_be_https_off_loopback() -> None:

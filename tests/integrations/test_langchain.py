@@ -642,7 +642,7 @@ def test_an_unknown_position_is_refused(slots: list[docmem.MemorySlot]) -> None:
         DocmemMiddleware(slots, scope_context=scope_of, position="end")  # type: ignore[arg-type]
 
 
-def test_runtime_run_id_is_the_config_run_id_and_scopes_mutations(
+def test_runtime_run_id_is_the_config_run_id_but_mutations_take_the_drawn_one(
     harness: LangChainHarness, memory: docmem.FileMemory
 ) -> None:
     # Pin: ExecutionInfo.run_id is the RunnableConfig's run_id (None without it), and
@@ -668,18 +668,20 @@ def test_runtime_run_id_is_the_config_run_id_and_scopes_mutations(
         config: RunnableConfig = {"run_id": uuid.UUID(config_run_id)} if config_run_id else {}
         agent.invoke({"messages": [HumanMessage("Hi.")]}, config, context=ALICE)
     assert seen == [(None, None), (run_id, None)]
-    # Given a run_id, two invocations under it are one run: call_1 is the same mutation.
-    for _ in range(2):
-        agent = harness.agent(RecordingFakeChatModel(messages=iter([_reply(save("Tea.")), "ok"])))
+    # The middleware does not use that run_id: each invocation draws its own (resume safety),
+    # so two invocations under one run_id are two runs, and the same call id is two mutations
+    # (under one mutation id, the second request would be a MutationConflict).
+    for text in ("Tea.", "Coffee."):
+        agent = harness.agent(RecordingFakeChatModel(messages=iter([_reply(save(text)), "ok"])))
         agent.invoke(
             {"messages": [HumanMessage("Hi.")]},
             {"configurable": {"thread_id": "r"}, "run_id": uuid.UUID(run_id)},
             context=ALICE,
         )
-    assert entries(memory, "alice") == {0: "Tea."}
+    assert entries(memory, "alice") == {0: "Tea.", 1: "Coffee."}
     record = bound(memory, "alice").read()
     assert record is not None
-    assert record.revision == 1
+    assert record.revision == 2
 
 
 def test_the_run_id_lives_in_private_graph_state_and_changes_per_run(

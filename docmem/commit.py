@@ -50,7 +50,7 @@ logger = logging.getLogger("docmem")
 
 _R = TypeVar("_R")
 #: What a provider operation reports to (docmem.telemetry; a no-op without OpenTelemetry).
-Observed = Union[telemetry.Observation, telemetry._Null]  # noqa: UP007
+Observed = telemetry.Observer
 
 
 @dataclass(frozen=True)
@@ -164,10 +164,15 @@ class Work(Generic[_R]):
         self.pending = PendingWrite(self.observation)
 
     def cancelled(self) -> bool:
+        """Whether the caller's turn was abandoned: no new attempt for this member."""
         return self.cancel is not None and self.cancel.is_set()
 
 
-def commit_batch(members: list[Member[Any]], io: KeyIO, policy: RetryPolicy) -> list[Member[Any]]:
+#: A batch member: its :class:`Work` (the mutation and its bookkeeping) and its answer.
+Batched = Member[Work[Any], Any]
+
+
+def commit_batch(members: list[Batched], io: KeyIO, policy: RetryPolicy) -> list[Batched]:
     """Run ``members`` (each carrying a :class:`Work`) until each is finished or spilled.
 
     The first member's observation reports the store requests (its thread
@@ -178,37 +183,54 @@ def commit_batch(members: list[Member[Any]], io: KeyIO, policy: RetryPolicy) -> 
 
 
 #: A member's answer decided on the document its batch-mates changed: final once that lands.
-_Provisional = tuple[Member[Any], Union[DocmemError, Any]]  # noqa: UP007
+_Provisional = tuple[Batched, Union[DocmemError, Any]]  # noqa: UP007
 
 
 @dataclass
 class _Plan:
     """What one attempt decided: the writes in order (the last is the document to store)."""
 
-    accepted: list[tuple[Member[Any], Write[Any]]] = field(default_factory=list)
+    accepted: list[tuple[Batched, Write[Any]]] = field(default_factory=list)
     provisional: list[_Provisional] = field(default_factory=list)
 
 
 class _Batch:
-    def __init__(self, members: list[Member[Any]], io: KeyIO, policy: RetryPolicy) -> None:
+    """One batch of one key's mutations, from its first read to every member's answer.
+
+    ``live`` holds the members still to be answered, in arrival order (the
+    order they decide in); a member leaves it exactly once, answered
+    (:meth:`_finish`, :meth:`_fail`) or handed back to the queue
+    (:meth:`_spill`). The batch shares one retry budget (``attempts``): a
+    lost race costs every member the same attempt, since they all decide
+    again on the next read. The leader's observation (``lead``) reports the
+    store requests, because the leader's thread makes them.
+    """
+
+    def __init__(self, members: list[Batched], io: KeyIO, policy: RetryPolicy) -> None:
         self.live = list(members)
-        self.spilled: list[Member[Any]] = []
+        self.spilled: list[Batched] = []
         self.io = io
-        self.lead: Observed = _work(members[0]).observation
+        self.lead: Observed = members[0].work.observation
         # A lone mutation's back-off waits on its own cancel; a batch outlives any one cancel.
-        alone = _work(members[0]).cancel if len(members) == 1 else None
+        alone = members[0].work.cancel if len(members) == 1 else None
         self.attempts = policy.attempts(cancel=alone)
         for member in members:
-            _work(member).observation.set("docmem.batch.size", len(members))
+            member.work.observation.set("docmem.batch.size", len(members))
 
-    def run(self) -> list[Member[Any]]:
+    def run(self) -> list[Batched]:
+        """Attempt until every member is answered or spilled; the spilled ones, in order.
+
+        A failure no attempt can get past (a store that is down, a corrupt
+        document) answers every live member with its own copy of it; an
+        exhausted budget settles what is pending first (:meth:`_give_up`).
+        """
         try:
             for attempt in self.attempts:
                 self._drop_cancelled()
                 if not self.live:
                     return self.spilled
                 for member in self.live:
-                    _work(member).observation.attempt(attempt.number)
+                    member.work.observation.attempt(attempt.number)
                 self._attempt(attempt)
                 if not self.live:
                     return self.spilled
@@ -238,7 +260,7 @@ class _Batch:
         except VersionConflict:
             logger.debug("docmem: version conflict on %s, attempt %d", io.key, attempt.number)
             for member in self.live:
-                _work(member).observation.lost_race()
+                member.work.observation.lost_race()
             if read.from_cache:
                 attempt.retry_at_once()  # a stale cache is no sign of contention
             return
@@ -252,7 +274,7 @@ class _Batch:
                 _request(member): write.document.revision for member, write in plan.accepted
             }
             for member in self.live:  # a batch-mate under the same id and request rides along
-                work = _work(member)
+                work = member.work
                 revision = revisions.get(_request(member))
                 if revision is not None:
                     work.observation.unknown()
@@ -260,7 +282,7 @@ class _Batch:
             return
         written = final.document
         for member, _ in plan.accepted:
-            observation = _work(member).observation
+            observation = member.work.observation
             observation.settled("not_committed")  # a lost write of ours would have conflicted
             observation.document(
                 len(final.data), len(written.entries), written.revision, written=True
@@ -280,7 +302,7 @@ class _Batch:
         plan = _Plan()
         document = read.document
         for member in list(self.live):
-            work = _work(member)
+            work = member.work
             try:
                 mine = work.mutation.own_record(read.document)
                 if mine is not None:
@@ -312,9 +334,9 @@ class _Batch:
 
     # -- answers ------------------------------------------------------------------
 
-    def _committed(self, member: Member[Any], record: journal.JournalRecord | Aged) -> None:
+    def _committed(self, member: Batched, record: journal.JournalRecord | Aged) -> None:
         """``member``'s record is stored: its recorded result (after a lost answer, settled)."""
-        work = _work(member)
+        work = member.work
         if work.pending.revision is not None:
             work.observation.settled("committed")  # our record is in it: the lost write landed
             if work.pending.created:  # a create whose answer was lost: fenced meanwhile?
@@ -322,22 +344,29 @@ class _Batch:
         self._finish(member, work.mutation.result_of(record))
 
     def _answer(self, provisional: list[_Provisional]) -> None:
+        """Give the provisional answers as final: the document they were decided on is stored."""
         for member, answer in provisional:
             if isinstance(answer, DocmemError):
                 self._fail(member, answer)
             else:
                 self._finish(member, answer)
 
-    def _finish(self, member: Member[Any], result: Any) -> None:
+    def _finish(self, member: Batched, result: Any) -> None:
+        """Answer ``member`` with ``result``, which wakes its caller."""
         # The last touch of the member's observation: its caller ends it once woken.
-        _work(member).observation.backed_off(self.attempts.slept)
+        member.work.observation.backed_off(self.attempts.slept)
         self.live.remove(member)
         member.finish(result)
 
-    def _fail(self, member: Member[Any], error: DocmemError) -> None:
+    def _fail(self, member: Batched, error: DocmemError) -> None:
+        """Answer ``member`` with ``error``, its ``outcome`` set from what is pending.
+
+        An error that does not say whether the change was made gets
+        ``unknown`` while a write of it is pending, ``not_committed`` otherwise.
+        """
         if error.outcome is None:
             error.outcome = "unknown" if _pending(member) else "not_committed"
-        _work(member).observation.backed_off(self.attempts.slept)
+        member.work.observation.backed_off(self.attempts.slept)
         self.live.remove(member)
         member.fail(error)
 
@@ -348,7 +377,12 @@ class _Batch:
         for member, own in zip(live, errors, strict=True):
             self._fail(member, own)
 
-    def _spill(self, members: list[Member[Any]]) -> None:
+    def _spill(self, members: list[Batched]) -> None:
+        """Hand ``members`` back to the queue for the next batch, which the first of them leads.
+
+        For a member whose write would drop a batch-mate's journal record
+        (an erase, a remove at the byte cap): see the module docstring.
+        """
         for member in members:
             self.live.remove(member)
         self.spilled.extend(members)
@@ -358,7 +392,7 @@ class _Batch:
     def _drop_cancelled(self) -> None:
         """Members cancelled with nothing pending stop now; a pending one is settled first."""
         for member in list(self.live):
-            if _work(member).cancelled() and not _pending(member):
+            if member.work.cancelled() and not _pending(member):
                 logger.info("docmem: mutation on %s cancelled", self.io.key)
                 self._fail(member, _unmade(cancelled=True, pending=False))
 
@@ -375,7 +409,7 @@ class _Batch:
         if any(_pending(member) for member in self.live):
             document = self.io.load(self.lead).document
         for member in list(self.live):
-            work = _work(member)
+            work = member.work
             cancelled = self.attempts.cancelled or work.cancelled()
             if _pending(member):
                 try:
@@ -390,27 +424,20 @@ class _Batch:
             self._fail(member, _unmade(cancelled=cancelled, pending=_pending(member)))
 
 
-def _work(member: Member[Any]) -> Work[Any]:
-    work: Work[Any] = member.work
-    return work
-
-
-def _request(member: Member[Any]) -> tuple[str, str]:
+def _request(member: Batched) -> tuple[str, str]:
     """The member's mutation id and request, as its journal record would name them."""
-    mutation = _work(member).mutation
+    mutation = member.work.mutation
     return mutation.id_digest, mutation.request_digest
 
 
-def _pending(member: Member[Any]) -> bool:
-    return _work(member).pending.revision is not None
+def _pending(member: Batched) -> bool:
+    return member.work.pending.revision is not None
 
 
-def _keeps_records(
-    document: MemoryDocument, accepted: list[tuple[Member[Any], Write[Any]]]
-) -> bool:
+def _keeps_records(document: MemoryDocument, accepted: list[tuple[Batched, Write[Any]]]) -> bool:
     """Whether ``document``'s journal still holds the record of every accepted member."""
     return all(
-        journal.find(document.journal, _work(member).mutation.id_digest) is not None
+        journal.find(document.journal, member.work.mutation.id_digest) is not None
         for member, _ in accepted
     )
 

@@ -24,6 +24,7 @@ from .errors import DocmemError, StoreUnavailable
 
 __all__ = ["MAX_BATCH", "CommitQueue", "Member"]
 
+_W = TypeVar("_W")
 _R = TypeVar("_R")
 
 #: At most this many mutations share one write. Every member's journal record
@@ -34,15 +35,16 @@ _R = TypeVar("_R")
 MAX_BATCH = 16
 
 
-class Member(Generic[_R]):
+class Member(Generic[_W, _R]):
     """One caller's place in a line: the work it carries, and its answer once given.
 
-    ``work`` is opaque here (:mod:`docmem.commit` puts a mutation and its
-    bookkeeping in it). The caller's thread blocks in :meth:`wait_for_turn`
-    until the member is finished or promoted to lead.
+    ``work`` (of type ``_W``) is opaque here: :mod:`docmem.commit` puts a
+    mutation and its bookkeeping in it, and the answer is of type ``_R``.
+    The caller's thread blocks in :meth:`wait_for_turn` until the member is
+    finished or promoted to lead.
     """
 
-    def __init__(self, work: Any) -> None:
+    def __init__(self, work: _W) -> None:
         self.work = work
         self.finished = False
         self._result: _R | None = None
@@ -94,13 +96,13 @@ class _Line:
     """The members of one key waiting for a batch, and which of them leads now."""
 
     def __init__(self) -> None:
-        self.waiting: list[Member[Any]] = []
-        self.leader: Member[Any] | None = None
+        self.waiting: list[Member[Any, Any]] = []
+        self.leader: Member[Any, Any] | None = None
 
 
 #: Runs one batch until each member is finished, or spilled: returned to wait
 #: for a later batch, in order (see :func:`docmem.commit.commit_batch`).
-RunBatch = Callable[[list[Member[Any]]], list[Member[Any]]]
+RunBatch = Callable[[list[Member[Any, Any]]], list[Member[Any, Any]]]
 
 
 class CommitQueue:
@@ -111,7 +113,7 @@ class CommitQueue:
         self._lines: dict[str, _Line] = {}
         _queues.add(self)
 
-    def submit(self, key: str, member: Member[_R], run_batch: RunBatch) -> _R:
+    def submit(self, key: str, member: Member[Any, _R], run_batch: RunBatch) -> _R:
         """Queue ``member`` on ``key``; lead a batch when its turn comes; its answer."""
         with self._lock:
             line = self._lines.get(key)
@@ -133,7 +135,7 @@ class CommitQueue:
             self._lead(key, line, run_batch)
         return member.answer()
 
-    def _withdraw(self, key: str, line: _Line, member: Member[Any]) -> None:
+    def _withdraw(self, key: str, line: _Line, member: Member[Any, Any]) -> None:
         """Take a caller that stopped waiting out of ``line``; pass the lead on if it had it.
 
         A member a batch already carries stays in it: its change may be made,
@@ -149,7 +151,7 @@ class CommitQueue:
         """Run the batch at the front of ``line``, then pass the lead on (also on failure)."""
         with self._lock:
             batch, line.waiting = line.waiting[:MAX_BATCH], line.waiting[MAX_BATCH:]
-        spilled: list[Member[Any]] = []
+        spilled: list[Member[Any, Any]] = []
         try:
             spilled = run_batch(batch)
         finally:

@@ -189,7 +189,7 @@ class BoundMemory:
 
     # -- reading -----------------------------------------------------------
 
-    def _observe(self, op: str) -> telemetry.Observation | telemetry._Null:
+    def _observe(self, op: str) -> telemetry.Observer:
         return telemetry.operation(op, slot=self.slot, scheme=self._scheme, key=self._key)
 
     def _read_now(self, observation: Observed) -> MemoryDocument | None:
@@ -292,10 +292,10 @@ class BoundMemory:
         always alone (:mod:`docmem.grouping`, :mod:`docmem.commit`).
         """
         memory = self._memory
-        member: Member[_R] = Member(Work(mutation, observation, self._cancel))
+        member: Member[Work[_R], _R] = Member(Work(mutation, observation, self._cancel))
         io = KeyIO(self._store, self._key, memory._parsed)
 
-        def run_batch(batch: list[Member[Any]]) -> list[Member[Any]]:
+        def run_batch(batch: list[Member[Any, Any]]) -> list[Member[Any, Any]]:
             return commit_batch(batch, io, memory.retry)
 
         if memory._queue is None:

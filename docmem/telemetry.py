@@ -30,11 +30,21 @@ from __future__ import annotations
 import sys
 import time
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import DocmemError, StoreBusy
 
-__all__ = ["NULL", "Observation", "active", "configure", "note_cache", "operation"]
+__all__ = [
+    "NULL",
+    "NullObserver",
+    "Observation",
+    "Observer",
+    "RequestSpan",
+    "active",
+    "configure",
+    "note_cache",
+    "operation",
+]
 
 #: Attribute names, once: the span and the metrics say the same thing the same way.
 OPERATION = "docmem.operation"
@@ -175,6 +185,62 @@ def active() -> bool:
     return tools is not None and tools.recording()
 
 
+class RequestSpan(Protocol):
+    """One store request while it runs (a context manager)."""
+
+    def __enter__(self) -> None: ...
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None: ...
+
+
+class Observer(Protocol):
+    """What the conflict loop and the provider report of one operation, content-free.
+
+    :class:`Observation` records it as a span and metrics; :data:`NULL`, a
+    :class:`NullObserver`, records nothing. Code that reports takes an
+    ``Observer`` and never asks which one it has.
+    """
+
+    def __enter__(self) -> Observer: ...
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None: ...
+
+    def set(self, name: str, value: Any) -> None:
+        """A content-free attribute of the operation (a count, a size, a revision)."""
+
+    def attempt(self, number: int) -> None:
+        """Attempt ``number`` (0 is the first) of a mutation begins."""
+
+    def lost_race(self) -> None:
+        """A conditional write lost to another writer."""
+
+    def backed_off(self, seconds: float) -> None:
+        """The mutation slept this long in all between its attempts."""
+
+    def document(self, size: int, entries: int, revision: int, *, written: bool) -> None:
+        """The document read (or written): bytes, entries and revision."""
+
+    def unknown(self) -> None:
+        """A write's answer was lost: its outcome is unknown until a read settles it."""
+
+    def settled(self, how: str) -> None:
+        """How a lost answer was settled: ``committed``, ``not_committed``, ``ambiguous``."""
+
+    def request(self, kind: str) -> RequestSpan:
+        """One store request (``read``, ``write``, ``delete``)."""
+        ...
+
+
 class _NullRequest:
     __slots__ = ()
 
@@ -188,12 +254,12 @@ class _NullRequest:
 _NULL_REQUEST = _NullRequest()
 
 
-class _Null:
-    """An observation that records nothing: what every call gets when nothing would record."""
+class NullObserver:
+    """An :class:`Observer` that records nothing: what every call gets when nothing would record."""
 
     __slots__ = ()
 
-    def __enter__(self) -> _Null:
+    def __enter__(self) -> NullObserver:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -225,8 +291,8 @@ class _Null:
         return _NULL_REQUEST
 
 
-#: The observation every operation gets when nothing would be recorded.
-NULL = _Null()
+#: The observer every operation gets when nothing would be recorded.
+NULL = NullObserver()
 
 
 class _Request:
@@ -381,7 +447,7 @@ class Observation:
         return _Request(self, kind)
 
 
-def operation(op: str, *, slot: str, scheme: str, key: str) -> Observation | _Null:
+def operation(op: str, *, slot: str, scheme: str, key: str) -> Observer:
     """The observation of one provider operation: use it as a context manager."""
     tools = _found()
     if tools is None or not tools.recording():

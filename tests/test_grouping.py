@@ -27,7 +27,7 @@ class Batches:
         self.entered = threading.Event()
         self.release = threading.Event()
 
-    def __call__(self, batch: list[Member[Any]]) -> list[Member[Any]]:
+    def __call__(self, batch: list[Member[Any, Any]]) -> list[Member[Any, Any]]:
         names = [member.work for member in batch]
         self.seen.append(names)
         if len(self.seen) == 1:
@@ -50,10 +50,10 @@ def _until(condition: Callable[[], bool]) -> None:
         time.sleep(0.001)
 
 
-def _interrupted_member(name: str, *, after_promotion: bool) -> Member[Any]:
+def _interrupted_member(name: str, *, after_promotion: bool) -> Member[Any, Any]:
     """A member whose caller is interrupted while waiting (before or after being promoted)."""
 
-    class Interrupted(Member[Any]):
+    class Interrupted(Member[Any, Any]):
         def wait_for_turn(self) -> None:
             if after_promotion:
                 super().wait_for_turn()

@@ -18,7 +18,8 @@ import os
 import re
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -29,9 +30,12 @@ from .registry import ENTRY_POINT_GROUP, open_store, register_backend
 __all__ = [
     "ENTRY_POINT_GROUP",
     "Backend",
+    "Check",
     "ContendedKeys",
+    "DelegatingBackend",
     "LruCache",
     "PerProcess",
+    "ServerChecks",
     "Stored",
     "check_key",
     "open_store",
@@ -61,6 +65,24 @@ class Stored(msgspec.Struct, frozen=True):
 
     data: bytes
     version: str
+
+
+#: One check of a server's guarantees: what it checks, and whether it held.
+Check = tuple[str, bool]
+
+
+@dataclass(frozen=True)
+class ServerChecks:
+    """What a store's own checks of its server found (:meth:`Backend.check_server`).
+
+    ``by`` names who checked (``"docmem-s3"``), ``checks`` each check in
+    order, and ``facts`` what was learnt beside them, content-free (``{"versioning":
+    "enabled"}``): ``docmem probe`` prints all three.
+    """
+
+    by: str
+    checks: tuple[Check, ...]
+    facts: Mapping[str, str] = field(default_factory=dict)
 
 
 class Backend(abc.ABC):
@@ -137,6 +159,18 @@ class Backend(abc.ABC):
         """
         return None
 
+    def check_server(self, *, writers: int = 8) -> ServerChecks | None:
+        """Run this store's own checks of its server now; ``None``: it has none of its own.
+
+        For a store that knows what its server must honour better than the
+        backend contract's generic checks (docmem-s3's probe: ETags, both
+        conditions, a race of ``writers`` creates). ``docmem probe`` and a
+        migration's preflight ask the store through this, never by its type;
+        without it they run the contract's checks. Raises
+        :class:`~docmem.errors.ConditionsNotHonoured` naming each check that failed.
+        """
+        return None
+
     def close(self) -> None:  # noqa: B027 - a default, not an abstract method
         """Release clients and file handles; the default has none."""
 
@@ -145,6 +179,53 @@ class Backend(abc.ABC):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+class DelegatingBackend(Backend):
+    """A store around another store: every call goes to ``store`` unless overridden.
+
+    What a wrapper (the encrypting store, a test's fault injector) extends, so
+    that it overrides only what it changes and a method added to
+    :class:`Backend` reaches the wrapped store without a line of its own.
+    ``url`` and ``from_url`` remain the wrapper's to say.
+    """
+
+    def __init__(self, store: Backend) -> None:
+        self._inner = store
+        self.shared_between_processes = store.shared_between_processes
+        self.recent_reads_may_be_stale = store.recent_reads_may_be_stale
+
+    @property
+    def store(self) -> Backend:
+        """The wrapped store."""
+        return self._inner
+
+    def read(self, key: str) -> Stored | None:
+        return self._inner.read(key)
+
+    def read_recent(self, key: str) -> Stored | None:
+        return self._inner.read_recent(key)
+
+    def write(self, key: str, data: bytes, *, expected: str | None) -> str:
+        return self._inner.write(key, data, expected=expected)
+
+    def delete(self, key: str) -> None:
+        self._inner.delete(key)
+
+    def purge_history(self, key: str) -> None:
+        self._inner.purge_history(key)
+
+    def keys(self) -> Iterator[str]:
+        return self._inner.keys()
+
+    def listed_versions(self) -> Iterator[tuple[str, str]] | None:
+        return self._inner.listed_versions()
+
+    def check_server(self, *, writers: int = 8) -> ServerChecks | None:
+        return self._inner.check_server(writers=writers)
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 class PerProcess(Generic[_T]):

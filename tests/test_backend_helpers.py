@@ -6,11 +6,21 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
-from docmem.backend import LruCache, PerProcess
+import docmem
+from docmem.backend import (
+    Backend,
+    DelegatingBackend,
+    LruCache,
+    PerProcess,
+    ServerChecks,
+    Stored,
+)
+from docmem.backends.inmemory import MemoryBackend
 
 
 def test_the_value_is_built_once_and_shared_by_threads() -> None:
@@ -179,3 +189,69 @@ def test_a_child_forked_while_the_cache_is_locked_can_use_it() -> None:
         release.set()
         thread.join(10)
     assert cache.get("k") == 2
+
+
+# -- a store around a store (DelegatingBackend) and a store's own checks ----------------
+
+
+class _Recording(MemoryBackend):
+    """A memory store that notes every contract call it gets and has checks of its own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def check_server(self, *, writers: int = 8) -> ServerChecks:
+        self.calls.append(f"check_server({writers})")
+        return ServerChecks("recording", (("a check", True),), {"fact": "yes"})
+
+    def listed_versions(self) -> Iterator[tuple[str, str]] | None:
+        self.calls.append("listed_versions")
+        return iter(())
+
+    def purge_history(self, key: str) -> None:
+        self.calls.append("purge_history")
+
+
+class _Around(DelegatingBackend):
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> _Around:
+        raise NotImplementedError
+
+    @property
+    def url(self) -> str:
+        return "around+" + self.store.url
+
+
+def test_a_delegating_store_forwards_every_method_of_the_contract() -> None:
+    overridable = {
+        name
+        for name, member in vars(Backend).items()
+        if callable(member) and not name.startswith("_") and name != "from_url"
+    }
+    assert overridable <= set(vars(DelegatingBackend)), "a Backend method is not forwarded"
+    inner = _Recording()
+    around = _Around(inner)
+    version = around.write("k", b"one", expected=None)
+    assert around.read("k") == around.read_recent("k") == Stored(b"one", version)
+    assert list(around.keys()) == ["k"]
+    around.purge_history("k")
+    assert list(around.listed_versions() or ()) == []
+    assert around.check_server(writers=3) == ServerChecks(
+        "recording", (("a check", True),), {"fact": "yes"}
+    )
+    around.delete("k")
+    assert inner.read("k") is None
+    assert inner.calls == ["purge_history", "listed_versions", "check_server(3)"]
+
+
+def test_a_store_has_no_checks_of_its_own_by_default() -> None:
+    assert MemoryBackend().check_server() is None
+
+
+def test_an_encrypted_store_answers_for_its_server_through_the_store_it_wraps() -> None:
+    keyring = docmem.Keyring.local({"k1": bytes(32)}, primary="k1")
+    inner = _Recording()
+    encrypted = docmem.encrypted(inner, keyring)
+    assert encrypted.check_server(writers=2) == inner.check_server(writers=2)
+    assert encrypted.listed_versions() is None  # a migration reads its copies back, decrypting

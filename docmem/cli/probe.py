@@ -1,9 +1,9 @@
 """``docmem probe``: does the store really honour conditional writes? Checked, never assumed.
 
-An ``s3://`` store runs docmem-s3's own probe (``docmem_s3.probe``: ETag
-checks and a race of concurrent creates), which also reports whether the
-bucket keeps older versions (an erase must then purge them). Every other store runs the
-backend contract's checks here, through the :class:`docmem.Backend` API
+A store with checks of its own runs them (:meth:`docmem.Backend.check_server`:
+on ``s3://``, also under ``encrypted+``, docmem-s3's probe, with ETag checks,
+a race of concurrent creates and whether the bucket keeps older versions).
+Every other store runs the backend contract's checks here, through the :class:`docmem.Backend` API
 alone, on a probe key of its own that is deleted afterwards: a create, a
 second create refused, a write naming a made-up, a read's, a write's and a
 replaced version, concurrent writers of which exactly one wins, and a delete.
@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from docmem.backend import Backend
+from docmem.backend import Backend, Check
 from docmem.document import MemoryDocument, serialize
 from docmem.errors import DocmemError, StoreUnavailable, VersionConflict, WriteOutcomeUnknown
 
@@ -29,25 +29,22 @@ from .store import open_from
 
 __all__ = ["Check", "contract_checks", "run"]
 
-#: A check's description and whether it held.
-Check = tuple[str, bool]
-
 
 def run(arguments: argparse.Namespace, report: Reporter) -> int:
     """Run the store's probe and print each check; exit 1 if any failed."""
     writers: int = arguments.writers
     with open_from(arguments) as store:
         scheme = urlsplit(store.url).scheme
-        if type(store).__module__.partition(".")[0] == "docmem_s3":
-            which = "docmem-s3"
-            report.note(probe=which)
-            report.say(f"probe: docmem-s3's conditional-write checks on {scheme}://")
-            checks, versioning = _s3_checks(store, writers)
-            report.note(versioning=versioning)
-            report.say(f"versioning: {versioning}")
+        own = store.check_server(writers=writers)  # ConditionsNotHonoured names a miss
+        if own is not None:
+            report.note(probe=own.by)
+            report.say(f"probe: {own.by}'s conditional-write checks on {scheme}://")
+            for name, value in own.facts.items():
+                report.note(**{name: value})
+                report.say(f"{name}: {value}")
+            checks = list(own.checks)
         else:
-            which = "contract"
-            report.note(probe=which)
+            report.note(probe="contract")
             report.say(f"probe: the backend contract's checks on {scheme}:// (on a key of its own)")
             checks = contract_checks(store, writers)
     rows = [{"name": name, "passed": passed} for name, passed in checks]
@@ -65,15 +62,6 @@ def run(arguments: argparse.Namespace, report: Reporter) -> int:
         f"all {len(checks)} checks passed: docmem can share this store between writers",
         passed=True,
     )
-
-
-def _s3_checks(store: Backend, writers: int) -> tuple[list[Check], str]:
-    """docmem-s3's probe and the bucket's versioning; a miss raises ConditionsNotHonoured."""
-    from docmem_s3 import S3Backend, probe
-
-    assert isinstance(store, S3Backend)
-    found = probe(store, writers=writers)
-    return list(found.checks), found.versioning
 
 
 def _probe_document(revision: int) -> bytes:

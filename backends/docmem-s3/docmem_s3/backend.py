@@ -38,7 +38,15 @@ from botocore.config import Config
 from botocore.exceptions import NoRegionError
 
 from docmem import telemetry
-from docmem.backend import Backend, ContendedKeys, LruCache, PerProcess, Stored, check_key
+from docmem.backend import (
+    Backend,
+    ContendedKeys,
+    LruCache,
+    PerProcess,
+    ServerChecks,
+    Stored,
+    check_key,
+)
 from docmem.errors import (
     DocmemError,
     StoreNotConfigured,
@@ -428,6 +436,11 @@ class S3Backend(Backend):
             for client in clients:
                 if client is not self._given_client:
                     client.close()
+
+    def check_server(self, *, writers: int = 8) -> ServerChecks:
+        """docmem-s3's probe (:func:`probe`), and the bucket's versioning beside it."""
+        found = probe(self, writers=writers)
+        return ServerChecks("docmem-s3", found.checks, {"versioning": found.versioning})
 
     # -- first-write verification ----------------------------------------------
 

@@ -24,6 +24,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from docmem.backend import Check
 from docmem.errors import (
     ConditionsNotHonoured,
     DocmemError,
@@ -37,8 +38,6 @@ from .history import Versioning, keeps_versions
 
 __all__ = ["Check", "ConditionsNotHonoured", "ProbeReport", "Target", "checks", "race", "refuse"]
 
-#: A check's name and whether it held.
-Check = tuple[str, bool]
 
 _MADE_UP_ETAG = '"00000000000000000000000000000000"'
 _WEAK_NOTE = (

@@ -28,18 +28,26 @@ ALICE = ("--namespace", NAMESPACE, "--scope", "user", "--scope", "u_123")
 KEY = docmem.lock_scope(namespace=NAMESPACE, scope=("user", "u_123")).storage_key
 
 
-def run(store: str, *arguments: str) -> subprocess.CompletedProcess[str]:
+def run(
+    store: str, *arguments: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     credentials = {name: os.environ.get(name, value) for name, value in TEST_CREDENTIALS.items()}
-    env = {
+    environment = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", "/tmp"),
         "PYTHONDONTWRITEBYTECODE": "1",
         "AWS_EC2_METADATA_DISABLED": "true",
         "DOCMEM_STORE": store,
         **credentials,
+        **(env or {}),
     }
     return subprocess.run(
-        [str(DOCMEM), *arguments], env=env, capture_output=True, text=True, timeout=120, check=False
+        [str(DOCMEM), *arguments],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -132,3 +140,20 @@ def test_the_advice_for_a_kept_history_is_to_erase_again_under_the_same_id() -> 
         "the change itself is stored; once the store allows the purge, "
         "erase again with --mutation-id gdpr-1"
     )
+
+
+@pytest.mark.integration
+def test_probe_asks_the_store_so_an_encrypted_s3_store_gets_docmem_s3s_checks() -> None:
+    """encrypted+s3:// answers through the wrapped store's check_server, not by a module name."""
+    from docmem.encryption.keyfile import render_keyring
+
+    endpoint = endpoint_of("localstack")
+    plain = store_url(endpoint, f"cli-{uuid.uuid4().hex[:12]}")
+    keyring = render_keyring({"k1": os.urandom(32)}, "k1")
+    encrypted = f"encrypted+{plain}&keyring=env:DOCMEM_TEST_KEYRING"
+    done = run(encrypted, "probe", "--writers", "4", env={"DOCMEM_TEST_KEYRING": keyring})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "probe: docmem-s3's conditional-write checks on encrypted+s3://"
+    assert lines[1] == "versioning: unversioned"
+    assert lines[-1] == "all 8 checks passed: docmem can share this store between writers"

@@ -135,7 +135,7 @@ def remove(arguments: argparse.Namespace, report: Reporter) -> int:
 
 
 def _replayed(revision: int) -> str:
-    """The line for a mutation id found among the journal's older ids (docs/design.md, 5)."""
+    """The line for a mutation id among the journal's older ids (docs/design.md, section 5)."""
     return f"this mutation id was applied before; nothing changed (revision {revision})"
 
 

@@ -328,8 +328,11 @@ class _Request:
         self._span.end()
 
 
-class Observation:
-    """One provider operation as a span, and what its metrics record when it ends."""
+class Observation(Observer):
+    """One provider operation as a span, and what its metrics record when it ends.
+
+    An :class:`Observer` by name, so its methods carry the protocol's docstrings.
+    """
 
     def __init__(self, tools: _Instruments, op: str, slot: str, scheme: str, key: str) -> None:
         self._tools = tools
@@ -403,15 +406,12 @@ class Observation:
         self._attributes[name] = value
 
     def attempt(self, number: int) -> None:
-        """Attempt ``number`` (0 is the first) of a mutation begins."""
         self._attempts = number + 1
 
     def lost_race(self) -> None:
-        """A conditional write lost to another writer."""
         self._lost += 1
 
     def backed_off(self, seconds: float) -> None:
-        """The mutation slept this long in all between its attempts."""
         self._attributes["docmem.backoff.seconds"] = seconds
 
     def document(self, size: int, entries: int, revision: int, *, written: bool) -> None:
@@ -429,13 +429,11 @@ class Observation:
         attributes["docmem.entries"] = entries
 
     def unknown(self) -> None:
-        """A write's answer was lost: its outcome is unknown until a read settles it."""
         self._pending_unknown = True
         self._wrote = True
         self._span.add_event("docmem.write_outcome_unknown")
 
     def settled(self, how: str) -> None:
-        """How a lost answer was settled: ``committed``, ``not_committed``, ``ambiguous``."""
         if not self._pending_unknown:
             return
         self._pending_unknown = False

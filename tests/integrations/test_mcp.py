@@ -843,16 +843,13 @@ def test_a_jwks_out_of_reach_is_a_warning_rate_limited_too(
     ]
 
 
-def test_docmem_mcp_debug_logs_each_line_once(issuer_key: SigningKey, tmp_path: Path) -> None:
-    """--debug: docmem's handler prints a line; the root handler the SDK installs does not again."""
-    pem = tmp_path / "issuer.pem"
-    pem.write_bytes(issuer_key.public_pem())
+def _stderr_of_refusals(tmp_path: Path, flags: list[str], tokens: list[str]) -> str:
+    """The stderr of ``docmem mcp --http`` with ``flags``, once it refused each of ``tokens``."""
     port = free_port()
     url = f"file://{tmp_path / 'memory'}?create=true"
-    flags = ["--store", url, "--namespace", NAMESPACE, "--http", f"127.0.0.1:{port}"]
-    flags += ["--jwt-key-file", str(pem), "--issuer", ISSUER, "--audience", AUDIENCE]
+    command = [str(DOCMEM), "mcp", *flags, "--store", url, "--namespace", NAMESPACE]
     process = subprocess.Popen(
-        [str(DOCMEM), "mcp", "--debug", *flags],
+        [*command, "--http", f"127.0.0.1:{port}", "--issuer", ISSUER, "--audience", AUDIENCE],
         env={**host_environment(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -862,10 +859,22 @@ def test_docmem_mcp_debug_logs_each_line_once(issuer_key: SigningKey, tmp_path: 
     endpoint = f"http://127.0.0.1:{port}/mcp"
     with stopped(process):
         wait_for_port(port, process)
-        for token in ("not-a-token", "not-a-token", issuer_key.token("a", lifetime=-60)):
+        for token in tokens:
             assert post(endpoint, token, INITIALIZE).status_code == 401
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=DEADLINE)
+    return err
+
+
+def test_docmem_mcp_debug_logs_each_line_once(issuer_key: SigningKey, tmp_path: Path) -> None:
+    """--debug: docmem's handler prints a line; the root handler the SDK installs does not again."""
+    pem = tmp_path / "issuer.pem"
+    pem.write_bytes(issuer_key.public_pem())
+    err = _stderr_of_refusals(
+        tmp_path,
+        ["--debug", "--jwt-key-file", str(pem)],
+        ["not-a-token", "not-a-token", issuer_key.token("a", lifetime=-60)],
+    )
     assert [line for line in err.splitlines() if "refused" in line] == [
         "docmem INFO docmem mcp: bearer token refused (DecodeError)",
         "docmem INFO docmem mcp: bearer token refused (ExpiredSignatureError)",
@@ -877,27 +886,9 @@ def test_docmem_mcp_logs_warnings_without_debug_but_no_refusals(
     issuer_key: SigningKey, tmp_path: Path
 ) -> None:
     """A server's operator hears of a JWKS out of reach, once; an anonymous refusal is quiet."""
-    port, jwks_port = free_port(), free_port()  # nothing listens on the JWKS port
-    url = f"file://{tmp_path / 'memory'}?create=true"
-    flags = ["--store", url, "--namespace", NAMESPACE, "--http", f"127.0.0.1:{port}"]
-    flags += ["--jwks-url", f"http://127.0.0.1:{jwks_port}/jwks"]
-    flags += ["--issuer", ISSUER, "--audience", AUDIENCE]
-    process = subprocess.Popen(
-        [str(DOCMEM), "mcp", *flags],
-        env={**host_environment(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    endpoint = f"http://127.0.0.1:{port}/mcp"
-    with stopped(process):
-        wait_for_port(port, process)
-        assert post(endpoint, "not-a-token", INITIALIZE).status_code == 401  # INFO: not shown
-        for _ in range(3):
-            assert post(endpoint, issuer_key.token("a"), INITIALIZE).status_code == 401
-        process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=DEADLINE)
+    jwks = f"http://127.0.0.1:{free_port()}/jwks"  # nothing listens there
+    tokens = ["not-a-token"] + [issuer_key.token("a") for _ in range(3)]  # the first is INFO
+    err = _stderr_of_refusals(tmp_path, ["--jwks-url", jwks], tokens)
     logged = re.compile(r"docmem\S* (DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
     assert [line for line in err.splitlines() if logged.match(line)] == [
         "docmem WARNING docmem mcp: bearer token not verified (PyJWKClientConnectionError)",

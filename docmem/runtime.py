@@ -354,11 +354,12 @@ class MemoryRuntime:
 
     def lock(self, context: TurnContext) -> tuple[SlotLock, ...]:
         """Resolve every slot's scope, then namespace; disabled slots are left out."""
+        if checked_context(context.scope_context) is None:
+            raise InvalidArgument("a turn needs a docmem.ScopeContext, not None")
         return self._locks(context.scope_context, context.app_root, context.node)
 
     def _locks(self, scope_context: ScopeContext, app_root: str, node: str) -> tuple[SlotLock, ...]:
-        if checked_context(scope_context) is None:
-            raise InvalidArgument("a turn needs a docmem.ScopeContext, not None")
+        """Every active slot's lock; ``scope_context`` was checked where it entered."""
         locks = []
         for slot in self.slots:
             lock = slot.lock(scope_context, app_root=app_root, node=node)

@@ -1,4 +1,4 @@
-"""What client-side encryption (docmem.encryption) costs: encrypted stores against plain ones.
+"""What client-side encryption costs: encrypted stores against plain ones.
 
 Each row runs the same docmem operation on an encrypted store and on the
 same kind of store unencrypted, interleaved in one run (A/B, then B/A, ...),
@@ -52,8 +52,8 @@ from harness.timing import Sample, interleave, log, settle
 from harness.workload import index_of, save_text, seeded
 
 import docmem
-from docmem.encryption import EncryptedStore, KmsKey
-from docmem.encryption.keyfile import render_keyring
+from docmem.storage.encryption import EncryptedStore, KmsKey
+from docmem.storage.encryption.keyfile import render_keyring
 
 NAMESPACE = "bench:encryption"
 S3_ROWS = ("recall, s3:// + KMS", "save, s3:// + KMS")

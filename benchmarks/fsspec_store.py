@@ -135,7 +135,7 @@ from harness.timing import Sample, clock, interleave, log, settle
 from harness.workload import SLOT, bind, changes, index_of, recall_after, seeded, timed_save
 
 import docmem
-from docmem.document import MAX_DOCUMENT_BYTES
+from docmem.provider.document import MAX_DOCUMENT_BYTES
 from docmem_fsspec import FsspecBackend, object_name, parse_version
 from docmem_s3 import S3Backend
 

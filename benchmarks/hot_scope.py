@@ -48,8 +48,8 @@ from harness.s3 import Prefixes, Requests, S3Endpoint, check_bucket
 from harness.timing import interleave, log, settle
 
 import docmem
-from docmem.document import MAX_DOCUMENT_BYTES
 from docmem.errors import VersionConflict
+from docmem.provider.document import MAX_DOCUMENT_BYTES
 
 NAMESPACE = "docmem-bench-hot-scope"
 TARGET = 0.3

@@ -48,7 +48,7 @@ from harness.timing import Sample, clock, interleave, log
 from harness.workload import ENTRIES, bind, index_of, save_text, scale_keys, seeded, small_document
 
 import docmem
-from docmem.backends.local import LocalBackend
+from docmem.storage.builtin.local import LocalBackend
 
 NAMESPACE = "bench:local"
 

@@ -114,7 +114,7 @@ from harness.s3 import Prefixes, S3Endpoint, check_bucket
 from harness.timing import log, settle
 
 import docmem
-from docmem.document import MAX_DOCUMENT_BYTES
+from docmem.provider.document import MAX_DOCUMENT_BYTES
 
 NAMESPACE = "bench:peers"
 USER = "user-1"

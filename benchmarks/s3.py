@@ -45,7 +45,7 @@ As in ``local.py``, docmem runs and baseline runs alternate (A/B, then B/A,
   new scope, ``recall()`` of an existing scope read before (a 304), and with a
   second store opened with ``cache_size=0`` (a full GET and a parse). The
   documents are written out of band, untimed: valid documents
-  (``docmem.document.serialize``) under their real object keys
+  (``docmem.provider.document.serialize``) under their real object keys
   (``S3Backend.object_key`` of ``docmem.lock_scope(...).storage_key``), with
   plain ``put_object`` calls from ``--populate-threads`` threads (16).
 
@@ -103,7 +103,7 @@ from harness.workload import (
 )
 
 import docmem
-from docmem.document import MAX_DOCUMENT_BYTES
+from docmem.provider.document import MAX_DOCUMENT_BYTES
 from docmem_s3 import S3Backend
 from docmem_s3.backend import CONTENT_TYPE
 from docmem_s3.errors import Missing, answer, classify

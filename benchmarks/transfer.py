@@ -5,7 +5,7 @@ Two rows, each docmem against its baseline in the same run, interleaved
 
 * ``migrate, file:// -> s3://`` (needs an S3 endpoint: ``--endpoint`` or
   ``$LOCALSTACK_ENDPOINT``; ``scripts/with-test-servers .venv/bin/python
-  benchmarks/transfer.py`` starts LocalStack): :func:`docmem.transfer.migrate`
+  benchmarks/transfer.py`` starts LocalStack): :func:`docmem.provider.transfer.migrate`
   of a ``file://`` store of 10,000 scopes into a fresh, empty prefix, with
   the command line's preflight probe, the fence (marker and every document),
   the export, the create-only import, the read-back verification and the
@@ -48,12 +48,12 @@ from harness.s3 import Prefixes, S3Endpoint, check_bucket
 from harness.timing import interleave, log, settle
 
 import docmem
-from docmem.backends.local import LocalBackend
 from docmem.cli.migrate_command import probe_destination
-from docmem.document import MemoryDocument, serialize
-from docmem.journal import JournalRecord, id_digest, request_digest
-from docmem.progress import Progress
-from docmem.transfer import MigrationReport, migrate
+from docmem.provider.document import MemoryDocument, serialize
+from docmem.provider.journal import JournalRecord, id_digest, request_digest
+from docmem.provider.transfer import MigrationReport, migrate
+from docmem.storage.builtin.local import LocalBackend
+from docmem.storage.progress import Progress
 
 NAMESPACE = "bench:transfer"
 TARGET = 1.5

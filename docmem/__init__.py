@@ -14,26 +14,23 @@ can share one store and never lose an update::
     mem.recall()   # one keyed message with the whole document
 
 The names below are the stable API for applications. For plug-in authors,
-``docmem.backend``, ``docmem.errors`` and ``docmem.testing`` are stable too;
-every other module is an implementation detail. The modules come in three
-layers, each importing only from those before it and ``errors``: storage
-(``backend``, ``registry``, ``options``, ``backends/``), the document and the
-provider (``keys``, ``document``, ``journal``, ``mutation``, ``retry``,
-``secrets``, ``provider``, ``memory``) and host integration (``tools``,
-``slot``, ``injection``, ``recall``, ``runtime``, ``formats``; the framework
-adapters in ``docmem.integrations`` sit on top, each behind its extra). One import goes the other
-way: ``memory`` builds its tools with ``tools``.
+``docmem.backend``, ``docmem.errors``, ``docmem.options``, ``docmem.localfs``
+and ``docmem.testing`` are stable too, for adapter authors
+``docmem.integrations``, and ``docmem.telemetry`` for whoever configures
+OpenTelemetry; every other module is an implementation detail, in the layer
+folders ``storage/``, ``provider/`` and ``host/`` that docs/design.md, section
+1, maps.
 """
 
 from __future__ import annotations
 
 import importlib as _importlib
 
+from ._version import __version__ as __version__
+
 TYPE_CHECKING = False  # not typing's: importing typing costs more than all the rest
 if TYPE_CHECKING:
     from .backend import Backend, Stored
-    from .document import MemoryDocument
-    from .encryption import EncryptedStore, Keyring, encrypted
     from .errors import (
         Cancelled,
         ConditionsNotHonoured,
@@ -59,9 +56,8 @@ if TYPE_CHECKING:
         VersionConflict,
         WriteOutcomeUnknown,
     )
-    from .fencing import FenceReport, fence, unfence
-    from .formats import ToolDispatcher, anthropic_tools, openai_tools
-    from .injection import (
+    from .host.formats import ToolDispatcher, anthropic_tools, openai_tools
+    from .host.injection import (
         ProjectedRecall,
         is_recalled,
         message_role,
@@ -71,24 +67,9 @@ if TYPE_CHECKING:
         split_recalls,
         user_text,
     )
-    from .keys import LockedScope, lock_scope
-    from .memory import (
-        BoundMemory,
-        EraseResult,
-        FileMemory,
-        MutationRecord,
-        RecallMessage,
-        RemoveResult,
-        SaveResult,
-    )
-    from .progress import Progress
-    from .provider import CaptureContext, MemoryProvider, RecallContext, RecalledItem, ToolsContext
-    from .recall import LedgerCache, Recalled, RecallLedger
-    from .registry import open_store, register_backend
-    from .retry import RetryPolicy
-    from .runtime import MemoryRuntime, TurnContext, TurnMemory
-    from .secrets import default_secret_filter
-    from .slot import (
+    from .host.recall import LedgerCache, Recalled, RecallLedger
+    from .host.runtime import MemoryRuntime, TurnContext, TurnMemory
+    from .host.slot import (
         MemorySlot,
         NamespaceContext,
         Principal,
@@ -97,8 +78,29 @@ if TYPE_CHECKING:
         by_principal,
         default_namespace,
     )
-    from .tools import Tool, ToolResult, ToolSpec
-    from .transfer import (
+    from .provider.document import MemoryDocument
+    from .provider.fencing import FenceReport, fence, unfence
+    from .provider.keys import LockedScope, lock_scope
+    from .provider.memory import (
+        BoundMemory,
+        EraseResult,
+        FileMemory,
+        MutationRecord,
+        RecallMessage,
+        RemoveResult,
+        SaveResult,
+    )
+    from .provider.protocol import (
+        CaptureContext,
+        MemoryProvider,
+        RecallContext,
+        RecalledItem,
+        ToolsContext,
+    )
+    from .provider.retry import RetryPolicy
+    from .provider.secrets import default_secret_filter
+    from .provider.tools import Tool, ToolResult, ToolSpec
+    from .provider.transfer import (
         ExportSummary,
         ImportReport,
         VerifyReport,
@@ -107,100 +109,102 @@ if TYPE_CHECKING:
         import_store,
         verify_store,
     )
+    from .storage.encryption import EncryptedStore, Keyring, encrypted
+    from .storage.progress import Progress
+    from .storage.registry import open_store, register_backend
 
 del TYPE_CHECKING
 
-__version__ = "0.1.0"
 
 #: The module that defines each public name. ``import docmem`` imports none of them:
 #: each is imported on first use (PEP 562), so a command line or an MCP server
 #: starts without loading what it does not use.
 _WHERE = {
     "Backend": "backend",
-    "BoundMemory": "memory",
+    "BoundMemory": "provider.memory",
     "Cancelled": "errors",
     "ConditionsNotHonoured": "errors",
-    "CaptureContext": "provider",
+    "CaptureContext": "provider.protocol",
     "ContentRejected": "errors",
     "DocmemError": "errors",
     "DocumentCorrupt": "errors",
-    "EncryptedStore": "encryption",
-    "EraseResult": "memory",
+    "EncryptedStore": "storage.encryption",
+    "EraseResult": "provider.memory",
     "ExportInvalid": "errors",
-    "ExportSummary": "transfer",
-    "FenceReport": "fencing",
-    "FileMemory": "memory",
-    "ImportReport": "transfer",
+    "ExportSummary": "provider.transfer",
+    "FenceReport": "provider.fencing",
+    "FileMemory": "provider.memory",
+    "ImportReport": "provider.transfer",
     "IndexExhausted": "errors",
     "InvalidArgument": "errors",
     "InvalidScope": "errors",
-    "Keyring": "encryption",
-    "LedgerCache": "recall",
+    "Keyring": "storage.encryption",
+    "LedgerCache": "host.recall",
     "LimitExceeded": "errors",
-    "LockedScope": "keys",
-    "MemoryDocument": "document",
-    "MemoryProvider": "provider",
-    "MemoryRuntime": "runtime",
-    "MemorySlot": "slot",
+    "LockedScope": "provider.keys",
+    "MemoryDocument": "provider.document",
+    "MemoryProvider": "provider.protocol",
+    "MemoryRuntime": "host.runtime",
+    "MemorySlot": "host.slot",
     "MutationAmbiguous": "errors",
     "MutationConflict": "errors",
-    "MutationRecord": "memory",
-    "NamespaceContext": "slot",
+    "MutationRecord": "provider.memory",
+    "NamespaceContext": "host.slot",
     "PlaintextDocument": "errors",
-    "Principal": "slot",
-    "Progress": "progress",
-    "ProjectedRecall": "injection",
+    "Principal": "host.slot",
+    "Progress": "storage.progress",
+    "ProjectedRecall": "host.injection",
     "RecallBatchInvalid": "errors",
-    "RecallContext": "provider",
-    "RecallLedger": "recall",
-    "RecallMessage": "memory",
-    "Recalled": "recall",
-    "RecalledItem": "provider",
-    "RemoveResult": "memory",
-    "RetryPolicy": "retry",
-    "SaveResult": "memory",
-    "ScopeContext": "slot",
+    "RecallContext": "provider.protocol",
+    "RecallLedger": "host.recall",
+    "RecallMessage": "provider.memory",
+    "Recalled": "host.recall",
+    "RecalledItem": "provider.protocol",
+    "RemoveResult": "provider.memory",
+    "RetryPolicy": "provider.retry",
+    "SaveResult": "provider.memory",
+    "ScopeContext": "host.slot",
     "ScopeFenced": "errors",
     "SecretDetected": "errors",
-    "SlotLock": "slot",
+    "SlotLock": "host.slot",
     "StoreBusy": "errors",
     "StoreNotConfigured": "errors",
     "StoreUnavailable": "errors",
     "Stored": "backend",
-    "Tool": "tools",
-    "ToolDispatcher": "formats",
-    "ToolResult": "tools",
-    "ToolSpec": "tools",
-    "ToolsContext": "provider",
+    "Tool": "provider.tools",
+    "ToolDispatcher": "host.formats",
+    "ToolResult": "provider.tools",
+    "ToolSpec": "provider.tools",
+    "ToolsContext": "provider.protocol",
     "TransferRefused": "errors",
-    "TurnContext": "runtime",
-    "TurnMemory": "runtime",
+    "TurnContext": "host.runtime",
+    "TurnMemory": "host.runtime",
     "UnknownKey": "errors",
-    "VerifyReport": "transfer",
+    "VerifyReport": "provider.transfer",
     "VersionConflict": "errors",
     "WriteOutcomeUnknown": "errors",
-    "anthropic_tools": "formats",
-    "by_principal": "slot",
-    "check_export": "transfer",
-    "default_namespace": "slot",
-    "default_secret_filter": "secrets",
-    "encrypted": "encryption",
-    "export_store": "transfer",
-    "fence": "fencing",
-    "import_store": "transfer",
-    "is_recalled": "injection",
-    "lock_scope": "keys",
-    "message_role": "injection",
-    "message_text": "injection",
-    "open_store": "registry",
-    "openai_tools": "formats",
-    "place_recalls": "injection",
-    "recalled_slot": "injection",
-    "register_backend": "registry",
-    "split_recalls": "injection",
-    "unfence": "fencing",
-    "user_text": "injection",
-    "verify_store": "transfer",
+    "anthropic_tools": "host.formats",
+    "by_principal": "host.slot",
+    "check_export": "provider.transfer",
+    "default_namespace": "host.slot",
+    "default_secret_filter": "provider.secrets",
+    "encrypted": "storage.encryption",
+    "export_store": "provider.transfer",
+    "fence": "provider.fencing",
+    "import_store": "provider.transfer",
+    "is_recalled": "host.injection",
+    "lock_scope": "provider.keys",
+    "message_role": "host.injection",
+    "message_text": "host.injection",
+    "open_store": "storage.registry",
+    "openai_tools": "host.formats",
+    "place_recalls": "host.injection",
+    "recalled_slot": "host.injection",
+    "register_backend": "storage.registry",
+    "split_recalls": "host.injection",
+    "unfence": "provider.fencing",
+    "user_text": "host.injection",
+    "verify_store": "provider.transfer",
 }
 
 __all__ = [

@@ -3,7 +3,7 @@
 A backend stores opaque bytes under opaque keys. ``write`` is compare-and-swap:
 ``expected=None`` creates only; otherwise the stored version must still be
 ``expected``. There is no unconditional write. Backends are found by URL
-scheme (:mod:`docmem.registry`): ``memory://`` and ``file://`` are built in,
+scheme (:mod:`docmem.storage.registry`): ``memory://`` and ``file://`` are built in,
 other schemes resolve through the entry-point group ``docmem.backends`` (a
 scheme ``a+b`` resolves the entry point ``a``). ``open_store``,
 ``register_backend`` and ``ENTRY_POINT_GROUP`` are importable from here too,
@@ -25,7 +25,8 @@ from typing import Any, Generic, TypeVar
 import msgspec
 
 from .errors import InvalidArgument
-from .registry import ENTRY_POINT_GROUP, open_store, register_backend
+from .storage import registry
+from .storage.registry import ENTRY_POINT_GROUP, open_store, register_backend
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -98,6 +99,12 @@ class Backend(abc.ABC):
     shared_between_processes: bool = False
     #: True when :meth:`read_recent` may answer from a cache without asking the store.
     recent_reads_may_be_stale: bool = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # The registry checks what it loads against the classes named here: it
+        # cannot import this module, which imports it for open_store.
+        super().__init_subclass__(**kwargs)
+        registry.note_backend_class(cls)
 
     @classmethod
     @abc.abstractmethod

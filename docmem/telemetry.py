@@ -14,7 +14,7 @@ What is recorded is never content: slot names, the store's URL scheme,
 revisions, attempts, lost races, seconds backed off, the outcome, error
 codes, sizes and counts. The storage key (an opaque digest) only after
 :func:`configure` with ``storage_keys=True``; memory text, raw scope and
-namespace values and credentials never (docs/design.md, section 7).
+namespace values and credentials never (docs/design.md, sections 6.2 and 7).
 
 Metrics (meter ``docmem``): ``docmem.operations`` (by ``docmem.operation``,
 ``docmem.outcome``, ``error.type``), ``docmem.lost_races``,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import docmem
-from docmem.backends.local import LocalBackend
+from docmem.storage.builtin.local import LocalBackend
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from docmem.backend import (
     ServerChecks,
     Stored,
 )
-from docmem.backends.inmemory import MemoryBackend
+from docmem.storage.builtin.inmemory import MemoryBackend
 
 
 def test_the_value_is_built_once_and_shared_by_threads() -> None:

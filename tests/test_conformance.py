@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from docmem.backend import Backend, Stored
-from docmem.backends import inmemory as memory_module
-from docmem.backends.inmemory import MemoryBackend
-from docmem.backends.local import LocalBackend
+from docmem.storage.builtin import inmemory as memory_module
+from docmem.storage.builtin.inmemory import MemoryBackend
+from docmem.storage.builtin.local import LocalBackend
 from docmem.testing import BackendFactory, BackendTests, RawAccess
 
 

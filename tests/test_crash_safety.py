@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from docmem.backends.local import LocalBackend
+from docmem.storage.builtin.local import LocalBackend
 from docmem.testing import campaigns
 from docmem.testing.campaigns import Writers
 

@@ -15,8 +15,15 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from docmem import document as document_module
-from docmem.document import (
+from docmem.errors import (
+    ContentRejected,
+    DocmemError,
+    DocumentCorrupt,
+    IndexExhausted,
+    LimitExceeded,
+)
+from docmem.provider import document as document_module
+from docmem.provider.document import (
     MAX_DOCUMENT_BYTES,
     MAX_ENTRY_BYTES,
     MAX_INDEX,
@@ -29,14 +36,7 @@ from docmem.document import (
     render_recall,
     serialize,
 )
-from docmem.errors import (
-    ContentRejected,
-    DocmemError,
-    DocumentCorrupt,
-    IndexExhausted,
-    LimitExceeded,
-)
-from docmem.journal import (
+from docmem.provider.journal import (
     MAX_OLDER_IDS,
     MAX_RECORDS,
     OLDER_ID_BYTES,

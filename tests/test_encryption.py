@@ -1,4 +1,4 @@
-"""Client-side encryption (docmem.encryption, docs/encryption.md) on memory:// and file://.
+"""Client-side encryption (docmem.storage.encryption, docs/encryption.md) on memory:// and file://.
 
 The format against a golden vector and an independent reference, the raw
 bytes of a store holding a canary, tampering, plaintext and unknown keys,
@@ -25,14 +25,6 @@ import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 import docmem
-from docmem.backends.inmemory import MemoryBackend
-from docmem.encryption import EncryptedStore, Keyring, LocalKey, encrypted
-from docmem.encryption.keyfile import (
-    parse_keyring,
-    read_keyring_file,
-    render_keyring,
-    update_keyring_file,
-)
 from docmem.errors import (
     DocmemError,
     DocumentCorrupt,
@@ -41,6 +33,14 @@ from docmem.errors import (
     StoreUnavailable,
     UnknownKey,
     VersionConflict,
+)
+from docmem.storage.builtin.inmemory import MemoryBackend
+from docmem.storage.encryption import EncryptedStore, Keyring, LocalKey, encrypted
+from docmem.storage.encryption.keyfile import (
+    parse_keyring,
+    read_keyring_file,
+    render_keyring,
+    update_keyring_file,
 )
 from docmem.testing.redaction import CANARY, SCOPE_CANARY, all_text
 
@@ -159,8 +159,8 @@ def _reference_envelope(vector: dict[str, str]) -> bytes:
 def test_golden_vector_matches_an_independent_reference() -> None:
     vector = _vector()
     assert _reference_envelope(vector) == _b("envelope")
-    from docmem.encryption.aead import Sealer
-    from docmem.encryption.envelope import associated_data, header
+    from docmem.storage.encryption.aead import Sealer
+    from docmem.storage.encryption.envelope import associated_data, header
 
     local = LocalKey(vector["key_id"], _b("key_encryption_key"))
     key = vector["storage_key"]
@@ -189,7 +189,7 @@ def test_golden_vector_opens_through_the_store() -> None:
 def test_every_write_has_a_fresh_nonce_and_the_version_passes_through(
     store: EncryptedStore,
 ) -> None:
-    from docmem.encryption.envelope import decode
+    from docmem.storage.encryption.envelope import decode
 
     version = store.write("k", b"same", expected=None)
     first = decode(raw_bytes(store, "k"))
@@ -249,7 +249,7 @@ def test_nothing_secret_in_reprs(store: EncryptedStore, k1: CountingKey) -> None
 
 
 def _wrapped(store: EncryptedStore, key: str) -> bytes:
-    from docmem.encryption.envelope import decode
+    from docmem.storage.encryption.envelope import decode
 
     return decode(raw_bytes(store, key)).wrapped_key
 
@@ -668,7 +668,7 @@ def test_encryption_is_not_imported_by_docmem_and_boto3_only_for_kms() -> None:
     code = (
         "import sys, docmem\n"
         "docmem.FileMemory, docmem.open_store('memory://')\n"
-        "assert not {'cryptography', 'docmem.encryption'} & set(sys.modules), 'docmem'\n"
+        "assert not {'cryptography', 'docmem.storage.encryption'} & set(sys.modules), 'docmem'\n"
         "store = docmem.encrypted(docmem.open_store('memory://'),"
         " docmem.Keyring.kms(['alias/x'], region='us-east-1'))\n"
         "assert not any(m.startswith(('boto3', 'botocore')) for m in sys.modules), 'boto3'\n"
@@ -698,7 +698,7 @@ def test_without_cryptography_the_error_names_the_extra() -> None:
 def test_an_unreachable_kms_endpoint_is_store_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 
-    from docmem.encryption import KmsClient
+    from docmem.storage.encryption import KmsClient
 
     for name, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}.items():
         monkeypatch.setenv(name, value)
@@ -721,7 +721,7 @@ def test_an_unreachable_kms_endpoint_is_store_unavailable(monkeypatch: pytest.Mo
 
 
 def test_kms_answers_are_classified_by_code() -> None:
-    from docmem.encryption.kms import _refusal
+    from docmem.storage.encryption.kms import _refusal
 
     for code in ("InvalidCiphertextException", "IncorrectKeyException"):
         assert type(_refusal("decrypt", code)) is DocumentCorrupt

@@ -18,11 +18,11 @@ import pytest
 from test_conformance import LocalRaw, MemoryRaw
 
 from docmem.backend import Backend
-from docmem.backends.inmemory import MemoryBackend
-from docmem.backends.local import LocalBackend
-from docmem.encryption import EncryptedStore, Keyring, LocalKey, encrypted
-from docmem.encryption.keyfile import render_keyring
-from docmem.registry import open_store
+from docmem.storage.builtin.inmemory import MemoryBackend
+from docmem.storage.builtin.local import LocalBackend
+from docmem.storage.encryption import EncryptedStore, Keyring, LocalKey, encrypted
+from docmem.storage.encryption.keyfile import render_keyring
+from docmem.storage.registry import open_store
 from docmem.testing import BackendFactory, BackendTests, EncryptedRawAccess, RawAccess
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import docmem
-from docmem.document import parse
+from docmem.provider.document import parse
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -12,12 +12,12 @@ import pytest
 
 import docmem
 from docmem.backend import Backend, Stored
-from docmem.backends.inmemory import MemoryBackend
 from docmem.cli.migrate_command import probe_destination
-from docmem.document import MAX_DOCUMENT_BYTES, MemoryDocument, parse, serialize
-from docmem.fencing import FENCE_KEY, fence_document, listed, store_fence
-from docmem.journal import JournalRecord
-from docmem.transfer import migrate, rollback
+from docmem.provider.document import MAX_DOCUMENT_BYTES, MemoryDocument, parse, serialize
+from docmem.provider.fencing import FENCE_KEY, fence_document, listed, store_fence
+from docmem.provider.journal import JournalRecord
+from docmem.provider.transfer import migrate, rollback
+from docmem.storage.builtin.inmemory import MemoryBackend
 
 NAMESPACE = "tests:fence"
 
@@ -290,7 +290,7 @@ def test_a_scope_that_appears_during_the_migration_is_carried_by_another_round(
         source.late = create_late
         return result
 
-    monkeypatch.setattr(sys.modules["docmem.transfer.migration"], "fence", fence_then_arm)
+    monkeypatch.setattr(sys.modules["docmem.provider.transfer.migration"], "fence", fence_then_arm)
     report = migrate(source, destination, "mig-1", probe=probe_destination)
     assert report.rounds == 2
     assert key_of("late") in listed(destination)
@@ -316,9 +316,9 @@ def test_a_store_that_lists_versions_is_verified_without_reading_back() -> None:
 
 
 def test_a_version_that_changed_after_the_import_is_looked_at_by_reading() -> None:
-    from docmem.transfer.importer import import_checked
-    from docmem.transfer.reader import check_export
-    from docmem.transfer.verify import verify_versions
+    from docmem.provider.transfer.importer import import_checked
+    from docmem.provider.transfer.reader import check_export
+    from docmem.provider.transfer.verify import verify_versions
 
     source = populated(docmem.open_store("memory://"), 3)
     file = io.BytesIO()

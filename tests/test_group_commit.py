@@ -21,7 +21,7 @@ import pytest
 from wrappers import ScriptedBackend
 
 import docmem
-from docmem.grouping import MAX_BATCH
+from docmem.provider.grouping import MAX_BATCH
 
 FAST = docmem.RetryPolicy(base=0.0, cap=0.0)
 

@@ -1,4 +1,4 @@
-"""The group-commit queue on its own (docmem.grouping): no store, only threads.
+"""The group-commit queue on its own (docmem.provider.grouping): no store, only threads.
 
 ``run_batch`` here answers each member with the batch it was in, so a test
 sees which members shared a batch and that nobody is left waiting.
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from docmem.grouping import CommitQueue, Member
+from docmem.provider.grouping import CommitQueue, Member
 
 KEY = "memkey1_test"
 

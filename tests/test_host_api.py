@@ -16,9 +16,10 @@ import pytest
 from wrappers import ScriptedBackend
 
 import docmem
+import docmem.provider.tools
 from docmem import ProjectedRecall
-from docmem.backends.inmemory import MemoryBackend
-from docmem.provider import RecallContext
+from docmem.provider.protocol import RecallContext
+from docmem.storage.builtin.inmemory import MemoryBackend
 
 NS = "tests:host"
 ALICE = docmem.ScopeContext(principal=docmem.Principal("user", "test", "alice"))
@@ -84,11 +85,12 @@ def test_tool_specs_need_no_scope_and_no_io(counting: CountingBackend) -> None:
     ]
     save = specs["user__save_memory"]
     assert save.name == "user__save_memory"
-    assert save.description == "About user.\n\n" + docmem.tools.SAVE_MEMORY.description.format(
-        slot="user"
+    assert (
+        save.description
+        == "About user.\n\n" + docmem.provider.tools.SAVE_MEMORY.description.format(slot="user")
     )
-    assert save.parameters == docmem.tools.SAVE_MEMORY.parameters
-    assert specs["team__remove_memory"].parameters == docmem.tools.REMOVE_MEMORY.parameters
+    assert save.parameters == docmem.provider.tools.SAVE_MEMORY.parameters
+    assert specs["team__remove_memory"].parameters == docmem.provider.tools.REMOVE_MEMORY.parameters
     assert counting.reads == 0
 
 
@@ -106,7 +108,7 @@ def test_a_spec_is_a_copy_a_host_may_edit(counting: CountingBackend) -> None:
     first = runtime.tool_specs()["user__save_memory"]
     first.parameters["properties"]["text"]["type"] = "integer"
     assert runtime.tool_specs()["user__save_memory"].parameters == (
-        docmem.tools.SAVE_MEMORY.parameters
+        docmem.provider.tools.SAVE_MEMORY.parameters
     )
 
 

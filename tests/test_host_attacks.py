@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import docmem
-from docmem.slot import ScopeContext
+from docmem.host.slot import ScopeContext
 
 LONG = os.environ.get("DOCMEM_LONG_CAMPAIGN") == "1"
 CAMPAIGN = settings(

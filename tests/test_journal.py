@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from docmem.errors import InvalidArgument
-from docmem.journal import (
+from docmem.provider.journal import (
     MAX_OLDER_IDS,
     MAX_RECORDS,
     OLDER_ID_BYTES,

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from docmem.errors import DocmemError, InvalidScope
-from docmem.keys import (
+from docmem.provider.keys import (
     LockedScope,
     item_key,
     lock_scope,

@@ -17,11 +17,14 @@ from typing import Any
 import pytest
 
 import docmem
-from docmem.backends import _durable, local
-from docmem.backends._durable import link_new_file, write_new_file
-from docmem.backends._flock import LockTimeout, exclusive
-from docmem.backends.local import MARKER, MARKER_CONTENT, LocalBackend
-from docmem.document import parse
+from docmem.localfs import durable as _durable
+from docmem.localfs import marker as marker_module
+from docmem.localfs.durable import link_new_file, write_new_file
+from docmem.localfs.flock import LockTimeout, exclusive
+from docmem.localfs.marker import MARKER, MARKER_CONTENT
+from docmem.provider.document import parse
+from docmem.storage.builtin import local
+from docmem.storage.builtin.local import LocalBackend
 from docmem.testing.volumes import tmpfs_volume
 
 NO_MARKER = re.escape("marker .docmem-store missing")
@@ -227,6 +230,7 @@ def test_the_marker_is_published_durably_and_never_overwritten(
         real_link(src, dst, **kwargs)
 
     monkeypatch.setattr(local, "fsync_directory", spy_fsync)
+    monkeypatch.setattr(marker_module, "fsync_directory", spy_fsync)
     monkeypatch.setattr(os, "link", spy_link)
     crashed = tmp_path / (MARKER + ".tmp-999-deadbeef")
     crashed.write_bytes(b"docmem")  # a marker write that crashed before its link

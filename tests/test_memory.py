@@ -11,11 +11,12 @@ import pytest
 from wrappers import ScriptedBackend
 
 import docmem
-from docmem import journal
+import docmem.provider.keys
 from docmem.backend import LruCache
-from docmem.backends.inmemory import MemoryBackend
-from docmem.commit import KeyIO
-from docmem.document import (
+from docmem.errors import VersionConflict
+from docmem.provider import journal
+from docmem.provider.commit import KeyIO
+from docmem.provider.document import (
     MAX_DOCUMENT_BYTES,
     MAX_ENTRY_BYTES,
     MAX_INDEX,
@@ -24,9 +25,8 @@ from docmem.document import (
     render_recall,
     serialize,
 )
-from docmem.errors import VersionConflict
-from docmem.journal import JournalRecord
-from docmem.mutation import (
+from docmem.provider.journal import JournalRecord
+from docmem.provider.mutation import (
     Done,
     Erase,
     EraseResult,
@@ -38,6 +38,7 @@ from docmem.mutation import (
     SaveResult,
     Write,
 )
+from docmem.storage.builtin.inmemory import MemoryBackend
 
 
 def stored_bytes(mem: docmem.BoundMemory) -> bytes | None:
@@ -66,7 +67,7 @@ def test_save_then_recall_one_keyed_message(mem: docmem.BoundMemory) -> None:
     assert result == docmem.SaveResult("saved", 0, 1)
     [message] = mem.recall()
     assert message.id == "document"
-    assert message.item_key == docmem.keys.item_key("document")
+    assert message.item_key == docmem.provider.keys.item_key("document")
     assert message.revision == 1
     assert message.content.endswith("\n\n0: Prefers metric units.")
     assert message.content.startswith("# Memory: user\n\n")
@@ -1360,7 +1361,7 @@ def test_an_unchanged_document_is_parsed_once(
         parsed.append(data)
         return parse(data)
 
-    monkeypatch.setattr("docmem.commit.parse", counting_parse)
+    monkeypatch.setattr("docmem.provider.commit.parse", counting_parse)
     for _ in range(3):
         mem.recall()
     assert parsed == []  # the save's own write was remembered
@@ -1423,7 +1424,7 @@ def test_no_function_of_the_provider_is_60_lines_or_longer() -> None:
     import ast
     from pathlib import Path
 
-    root = Path(docmem.__file__).parent
+    root = Path(docmem.__file__).parent / "provider"
     for name in ("memory.py", "mutation.py", "retry.py", "journal.py", "document.py"):
         tree = ast.parse((root / name).read_text("utf-8"))
         for node in ast.walk(tree):

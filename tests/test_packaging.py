@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import docmem
-import docmem.registry as registry
+import docmem.storage.registry as registry
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGINS = sorted(ROOT.glob("backends/*/pyproject.toml"))
@@ -98,3 +98,64 @@ def test_the_langchain_fake_model_needs_no_test_tools() -> None:
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-I", "-c", code], check=True, timeout=120)
+
+
+def _next_minor(version: str) -> str:
+    major, minor = version.split(".")[:2]
+    return f"{major}.{int(minor) + 1}.0"
+
+
+@pytest.mark.parametrize("pyproject", PLUGINS, ids=lambda path: path.parent.name)
+def test_each_plug_in_requires_the_core_release_it_was_tested_with(pyproject: Path) -> None:
+    from packaging.requirements import Requirement
+
+    core = [
+        Requirement(line)
+        for line in _project(pyproject)["dependencies"]
+        if _name(line) == registry.CORE_DISTRIBUTION
+    ]
+    assert len(core) == 1, f"{pyproject.parent.name} must require {registry.CORE_DISTRIBUTION}"
+    assert docmem.__version__ in core[0].specifier
+    assert _next_minor(docmem.__version__) not in core[0].specifier
+
+
+def _stable_modules() -> set[str]:
+    """The modules docs/design.md, section 1, marks [stable], and the package root."""
+    section = (ROOT / "docs" / "design.md").read_text(encoding="utf-8").split("## 1. ")[1]
+    block = section.split("```\n", 2)[1]
+    entries: list[str] = []
+    for line in block.splitlines():
+        if line[:1].strip():
+            entries.append(line)
+        elif entries:
+            entries[-1] += line
+    stable = {"docmem"}
+    for entry in entries:
+        if "[stable]" in entry:
+            path = entry.split()[0].removesuffix("/").removesuffix(".py")
+            stable.add("docmem." + path.replace("/", "."))
+    return stable
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(ROOT.glob("backends/*/docmem_*/**/*.py")),
+    ids=lambda path: str(path.relative_to(ROOT)),
+)
+def test_plug_ins_use_only_the_stable_api(path: Path) -> None:
+    import ast
+
+    stable = _stable_modules()
+    assert {"docmem.backend", "docmem.localfs.flock", "docmem.testing"} <= stable
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        for name in names:
+            if name.split(".")[0] == "docmem":
+                assert any(name == s or name.startswith(s + ".") for s in stable), (
+                    f"{path.name}, line {node.lineno}: {name} is not stable API"
+                )

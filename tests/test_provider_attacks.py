@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import docmem
-from docmem import journal
-from docmem.backends.inmemory import MemoryBackend
-from docmem.document import MemoryDocument, normalize_entry, parse, serialize
-from docmem.journal import JournalRecord
+from docmem.provider import journal
+from docmem.provider.document import MemoryDocument, normalize_entry, parse, serialize
+from docmem.provider.journal import JournalRecord
+from docmem.storage.builtin.inmemory import MemoryBackend
 
 settings.register_profile(
     "docmem-attacks",

@@ -10,8 +10,8 @@ import pytest
 from copies import unmarked
 
 import docmem
-from docmem.keys import item_key
-from docmem.recall import (
+import docmem.host.slot
+from docmem.host.recall import (
     EARLIER_PARTICIPANT,
     MAX_RAW_BYTES,
     MAX_RAW_RECORDS,
@@ -20,7 +20,8 @@ from docmem.recall import (
     RecallLedger,
     split_recalls,
 )
-from docmem.slot import SlotLock
+from docmem.host.slot import SlotLock
+from docmem.provider.keys import item_key
 
 
 def lock(
@@ -28,7 +29,7 @@ def lock(
     scope: Any = "u1",
     *,
     namespace: str = "tests:recall",
-    visibility: docmem.slot.Visibility = "scope",
+    visibility: docmem.host.slot.Visibility = "scope",
 ) -> SlotLock:
     return SlotLock(slot, docmem.lock_scope(namespace=namespace, scope=scope), visibility)
 

@@ -12,10 +12,11 @@ import pytest
 from wrappers import ScriptedBackend
 
 import docmem
-from docmem.backends.inmemory import MemoryBackend
-from docmem.document import MemoryDocument, serialize
-from docmem.recall import Recalled, RecallLedger
-from docmem.slot import RecallContext
+import docmem.provider.keys
+from docmem.host.recall import Recalled, RecallLedger
+from docmem.host.slot import RecallContext
+from docmem.provider.document import MemoryDocument, serialize
+from docmem.storage.builtin.inmemory import MemoryBackend
 from docmem.testing.redaction import CANARY, SCOPE_CANARY, all_text
 
 
@@ -188,7 +189,7 @@ def test_raw_scope_values_never_in_keys_errors_or_reprs(store: docmem.Backend) -
             docmem.lock_scope(namespace=namespace, scope=bad)
         assert SCOPE_CANARY not in all_text(caught.value)
     with pytest.raises(docmem.InvalidScope) as caught:
-        docmem.keys.item_key(SCOPE_CANARY + "\ud800")
+        docmem.provider.keys.item_key(SCOPE_CANARY + "\ud800")
     assert SCOPE_CANARY not in all_text(caught.value)
 
 

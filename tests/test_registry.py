@@ -15,11 +15,11 @@ import pytest
 
 import docmem
 import docmem.backend
-import docmem.registry as registry_module
+import docmem.storage.registry as registry_module
 from docmem import StoreNotConfigured, open_store, register_backend
 from docmem.backend import ENTRY_POINT_GROUP, Backend, Stored
-from docmem.backends.inmemory import MemoryBackend
-from docmem.backends.local import LocalBackend
+from docmem.storage.builtin.inmemory import MemoryBackend
+from docmem.storage.builtin.local import LocalBackend
 
 
 class FakeEntryPoint:
@@ -283,7 +283,7 @@ def test_register_backend_class() -> None:
 
 
 def test_register_backend_by_import_path() -> None:
-    register_backend("lazy", "docmem.backends.inmemory:MemoryBackend")
+    register_backend("lazy", "docmem.storage.builtin.inmemory:MemoryBackend")
     assert type(open_store("lazy://")) is MemoryBackend
 
 
@@ -368,7 +368,7 @@ def test_plus_scheme_resolves_entry_point_of_first_part(monkeypatch: pytest.Monk
 
 def test_entry_point_may_name_an_import_path(monkeypatch: pytest.MonkeyPatch) -> None:
     install_entry_points(
-        monkeypatch, FakeEntryPoint("str", "docmem.backends.inmemory:MemoryBackend")
+        monkeypatch, FakeEntryPoint("str", "docmem.storage.builtin.inmemory:MemoryBackend")
     )
     assert type(open_store("str://")) is MemoryBackend
 
@@ -590,7 +590,7 @@ def test_deleting_a_missing_key_creates_nothing(tmp_path: Path) -> None:
 def test_anonymous_memory_stores_are_freed_with_their_last_handle() -> None:
     import gc
 
-    from docmem.backends import inmemory as memory_module
+    from docmem.storage.builtin import inmemory as memory_module
 
     gc.collect()  # garbage earlier tests left must not be freed below during the count
     before = len(memory_module._anonymous)

@@ -13,11 +13,11 @@ import pytest
 from copies import unmarked
 
 import docmem
-from docmem.injection import mark_recalled
-from docmem.keys import item_key
-from docmem.provider import CaptureContext, RecallContext, ToolsContext
-from docmem.recall import EARLIER_PARTICIPANT, ProjectedRecall, Recalled
-from docmem.slot import ScopeContext
+from docmem.host.injection import mark_recalled
+from docmem.host.recall import EARLIER_PARTICIPANT, ProjectedRecall, Recalled
+from docmem.host.slot import ScopeContext
+from docmem.provider.keys import item_key
+from docmem.provider.protocol import CaptureContext, RecallContext, ToolsContext
 
 NS = "tests:runtime"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import docmem
-from docmem.secrets import default_secret_filter
+from docmem.provider.secrets import default_secret_filter
 
 SECRETS = {
     "aws_access_key": "my key is AKIAIOSFODNN7EXAMPLE ok",

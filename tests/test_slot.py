@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import docmem
-from docmem.provider import ToolsContext
-from docmem.slot import ScopeContext, SlotLock
+from docmem.host.slot import ScopeContext, SlotLock
+from docmem.provider.protocol import ToolsContext
 
 
 class Provider:

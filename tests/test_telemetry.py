@@ -103,7 +103,7 @@ def test_a_save_is_a_span_with_a_child_per_store_request(otel: Collected, tmp_pa
         "docmem.entries": 1,
     }
     children = [s for s in otel.spans() if s.parent and s.parent.span_id == save.context.span_id]
-    # A create reads the store's fence marker before and after it (docmem.fencing).
+    # A create reads the store's fence marker before and after it (docmem.provider.fencing).
     names = ["docmem.store.read", "docmem.store.read", "docmem.store.write", "docmem.store.read"]
     assert [s.name for s in children] == names
     assert attrs(children[2]) == {"docmem.store.scheme": "file", "docmem.request": "write"}

@@ -13,8 +13,8 @@ from wrappers import ScriptedBackend
 
 import docmem
 from docmem.errors import StoreUnavailable
-from docmem.slot import ScopeContext
-from docmem.tools import OUTCOME_SENTENCES, error_result
+from docmem.host.slot import ScopeContext
+from docmem.provider.tools import OUTCOME_SENTENCES, error_result
 
 NS = "tests:outcomes"
 MAY_HAVE = "The change may have been made: check the memory shown on the next turn"

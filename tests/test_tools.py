@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import docmem
-from docmem.tools import check_slot_name, dispatch_call, mutation_id_for, qualify
+from docmem.provider.tools import check_slot_name, dispatch_call, mutation_id_for, qualify
 
 
 def stored(mem: docmem.BoundMemory) -> bytes | None:

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 import docmem
-from docmem.document import MemoryDocument, parse, serialize
-from docmem.fencing import FENCE_KEY, listed, unfenced
-from docmem.testing.redaction import CANARY, all_text
-from docmem.transfer import (
+import docmem.provider.fencing
+from docmem.provider.document import MemoryDocument, parse, serialize
+from docmem.provider.fencing import FENCE_KEY, listed, unfenced
+from docmem.provider.transfer import (
     check_export,
     encrypts,
     export_store,
@@ -25,7 +25,8 @@ from docmem.transfer import (
     plan_import,
     verify_store,
 )
-from docmem.transfer.files import published
+from docmem.provider.transfer.files import published
+from docmem.testing.redaction import CANARY, all_text
 
 VECTOR = json.loads((Path(__file__).parent / "vectors" / "export.json").read_text("utf-8"))
 
@@ -384,7 +385,7 @@ def test_a_published_file_leaves_the_path_as_it_was_when_the_write_fails(tmp_pat
 
 
 def test_a_migration_out_of_encryption_is_refused_unless_asked() -> None:
-    from docmem.encryption import Keyring, LocalKey, encrypted
+    from docmem.storage.encryption import Keyring, LocalKey, encrypted
 
     keyring = Keyring([LocalKey("k1", bytes(range(32)))])
     source = encrypted(docmem.open_store("memory://"), keyring)
@@ -393,7 +394,7 @@ def test_a_migration_out_of_encryption_is_refused_unless_asked() -> None:
     assert (encrypts(source), encrypts(plain)) == (True, False)
     with pytest.raises(docmem.TransferRefused, match="source store is encrypted"):
         migrate(source, plain, "mig-1", probe=lambda store: None)
-    assert docmem.fencing.store_fence(source) is None
+    assert docmem.provider.fencing.store_fence(source) is None
     assert list(plain.keys()) == []
     report = migrate(source, plain, "mig-1", probe=lambda store: None, decrypt=True)
     assert (report.decrypted, report.imported.created) == (True, 2)

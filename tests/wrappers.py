@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from docmem import Backend, Stored
-from docmem.backends.inmemory import MemoryBackend
 from docmem.errors import VersionConflict, WriteOutcomeUnknown
+from docmem.storage.builtin.inmemory import MemoryBackend
 
 
 class ScriptedBackend(Backend):

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import docmem
-from docmem.document import MemoryDocument, parse, serialize
+from docmem.provider.document import MemoryDocument, parse, serialize
 
 from .timing import Sample
 

@@ -30,7 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments == ["--version"]:
-        from docmem import __version__
+        from docmem._version import __version__
 
         print(f"docmem {__version__}")
         return 0

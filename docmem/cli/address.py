@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 
 from docmem.errors import InvalidArgument, InvalidScope
-from docmem.keys import LockedScope, ScopeValue, lock_scope
-from docmem.slot import Principal, ScopeContext, by_principal
+from docmem.host.slot import Principal, ScopeContext, by_principal
+from docmem.provider.keys import LockedScope, ScopeValue, lock_scope
 
 from .parser import UsageError
 

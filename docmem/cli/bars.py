@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Protocol
 
-from docmem.progress import Progress
+from docmem.storage.progress import Progress
 
 from .report import Reporter
 

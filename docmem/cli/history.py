@@ -17,8 +17,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from docmem.backend import Backend, Stored
-from docmem.document import parse
 from docmem.errors import DocumentCorrupt
+from docmem.provider.document import parse
 
 from .address import resolve
 from .report import Reporter, counted

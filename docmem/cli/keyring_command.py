@@ -22,9 +22,9 @@ __all__ = ["run"]
 
 def run(arguments: argparse.Namespace, report: Reporter) -> int:
     """Change or list the keyring file's keys."""
-    from docmem.encryption.aead import new_key
-    from docmem.encryption.envelope import KEY_ID
-    from docmem.encryption.keyfile import read_keyring_file, update_keyring_file
+    from docmem.storage.encryption.aead import new_key
+    from docmem.storage.encryption.envelope import KEY_ID
+    from docmem.storage.encryption.keyfile import read_keyring_file, update_keyring_file
 
     action: str = arguments.action
     path: str = arguments.file

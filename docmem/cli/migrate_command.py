@@ -21,9 +21,9 @@ import uuid
 
 from docmem.backend import Backend
 from docmem.errors import StoreUnavailable
-from docmem.registry import open_store
-from docmem.transfer import encrypts, migrate, rollback
-from docmem.transfer.plaintext import check_decryption
+from docmem.provider.transfer import encrypts, migrate, rollback
+from docmem.provider.transfer.plaintext import check_decryption
+from docmem.storage.registry import open_store
 
 from .bars import Bars, human_bytes
 from .parser import UsageError

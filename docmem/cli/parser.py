@@ -130,7 +130,7 @@ def build_parser(*, mcp: bool = False) -> Parsers:
 
     Raises :class:`MissingExtra` when ``mcp`` is asked for and cannot be imported.
     """
-    from docmem import __version__
+    from docmem._version import __version__
 
     # No abbreviated flags: a script's --mut must not change meaning when a flag is added.
     top = argparse.ArgumentParser(prog="docmem", description=_DESCRIPTION, allow_abbrev=False)

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from docmem.backend import Backend, Check
-from docmem.document import MemoryDocument, serialize
 from docmem.errors import DocmemError, StoreUnavailable, VersionConflict, WriteOutcomeUnknown
+from docmem.provider.document import MemoryDocument, serialize
 
 from .report import Reporter
 from .store import open_from

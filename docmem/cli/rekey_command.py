@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from docmem._parallel import ordered
 from docmem.errors import DocmemError, StoreNotConfigured
+from docmem.storage.parallel import ordered
 
 from .bars import new_bar
 from .report import Reporter, counted
@@ -28,7 +28,7 @@ from .stats import _listed
 from .store import open_from
 
 if TYPE_CHECKING:
-    from docmem.encryption import EncryptedStore
+    from docmem.storage.encryption import EncryptedStore
 
 __all__ = ["Tally", "run"]
 
@@ -65,7 +65,7 @@ class Tally:
 
 def run(arguments: argparse.Namespace, report: Reporter) -> int:
     """Re-encrypt every document to the primary key; exit 1 if any could not be."""
-    from docmem.encryption import EncryptedStore
+    from docmem.storage.encryption import EncryptedStore
 
     tally = Tally()
     with open_from(arguments) as store:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from docmem.errors import DocmemError
-from docmem.transfer.words import counted
+from docmem.provider.transfer.words import counted
 
 from .advice import advice
 

@@ -14,12 +14,12 @@ import argparse
 import sys
 
 from docmem.backend import Backend
-from docmem.document import MemoryDocument, parse, render_recall
 from docmem.errors import InvalidArgument
-from docmem.journal import fresh_mutation_id
-from docmem.memory import BoundMemory, FileMemory
-from docmem.mutation import RemoveResult, SaveResult
-from docmem.tools import check_slot_name
+from docmem.provider.document import MemoryDocument, parse, render_recall
+from docmem.provider.journal import fresh_mutation_id
+from docmem.provider.memory import BoundMemory, FileMemory
+from docmem.provider.mutation import RemoveResult, SaveResult
+from docmem.provider.tools import check_slot_name
 
 from .address import Address, resolve
 from .parser import UsageError

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from docmem._parallel import ordered
 from docmem.backend import Backend, Stored
-from docmem.document import parse
 from docmem.errors import DocumentCorrupt
+from docmem.provider.document import parse
+from docmem.storage.parallel import ordered
 
 from .bars import new_bar
 from .report import Reporter, counted

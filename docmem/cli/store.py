@@ -7,7 +7,7 @@ import os
 
 from docmem.backend import Backend
 from docmem.errors import StoreNotConfigured
-from docmem.registry import open_store
+from docmem.storage.registry import open_store
 
 __all__ = ["ENVIRONMENT_VARIABLE", "open_from"]
 

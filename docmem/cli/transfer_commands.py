@@ -27,10 +27,10 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from docmem.backend import Backend
-from docmem.fencing import FenceReport
-from docmem.fencing import fence as fence_store
-from docmem.fencing import unfence as unfence_store
-from docmem.transfer import (
+from docmem.provider.fencing import FenceReport
+from docmem.provider.fencing import fence as fence_store
+from docmem.provider.fencing import unfence as unfence_store
+from docmem.provider.transfer import (
     ExportSummary,
     check_export,
     encrypts,
@@ -38,8 +38,8 @@ from docmem.transfer import (
     plan_import,
     verify_store,
 )
-from docmem.transfer.files import published, readable
-from docmem.transfer.importer import import_checked
+from docmem.provider.transfer.files import published, readable
+from docmem.provider.transfer.importer import import_checked
 
 from .bars import Bars, human_bytes
 from .parser import UsageError

@@ -41,18 +41,17 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any
 
-from docmem import (
-    MemoryRuntime,
-    MemorySlot,
+from docmem.host.injection import (
+    Position,
     ProjectedRecall,
-    ScopeContext,
-    ToolResult,
-    ToolSpec,
+    checked_position,
     is_recalled,
     message_text,
     place_recalls,
 )
-from docmem.injection import Position, checked_position
+from docmem.host.runtime import MemoryRuntime
+from docmem.host.slot import MemorySlot, ScopeContext
+from docmem.provider.tools import ToolResult, ToolSpec
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest

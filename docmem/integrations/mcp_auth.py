@@ -41,7 +41,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
         'pip install "agent-docmem[mcp]"'
     ) from error
 
-from docmem import InvalidArgument
+from docmem.errors import InvalidArgument
 
 __all__ = ["JwtVerifier", "PublicKey", "check_jwks_url", "load_public_key"]
 

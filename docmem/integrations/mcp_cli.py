@@ -24,19 +24,12 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from urllib.parse import urlsplit
 
-from docmem import (
-    Backend,
-    DocmemError,
-    FileMemory,
-    InvalidArgument,
-    InvalidScope,
-    MemorySlot,
-    Principal,
-    ScopeContext,
-    by_principal,
-)
-from docmem.keys import namespace_key
-from docmem.tools import check_slot_name
+from docmem.backend import Backend
+from docmem.errors import DocmemError, InvalidArgument, InvalidScope
+from docmem.host.slot import MemorySlot, Principal, ScopeContext, by_principal
+from docmem.provider.keys import namespace_key
+from docmem.provider.memory import FileMemory
+from docmem.provider.tools import check_slot_name
 
 from .mcp_auth import JwtVerifier, check_jwks_url, load_public_key
 from .mcp_server import access_token_principal, docmem_mcp_server, fixed_principal

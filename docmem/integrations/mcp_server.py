@@ -45,21 +45,13 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
         'docmem.integrations.mcp needs the MCP Python SDK: pip install "agent-docmem[mcp]"'
     ) from error
 
-import docmem
-from docmem import (
-    DocmemError,
-    InvalidArgument,
-    InvalidScope,
-    MemoryRuntime,
-    MemorySlot,
-    Principal,
-    ScopeContext,
-    ToolResult,
-    ToolSpec,
-)
-from docmem.document import new_document, render_recall
-from docmem.injection import mark_recalled
-from docmem.tools import error_result
+from docmem._version import __version__
+from docmem.errors import DocmemError, InvalidArgument, InvalidScope
+from docmem.host.injection import ProjectedRecall, mark_recalled
+from docmem.host.runtime import MemoryRuntime
+from docmem.host.slot import MemorySlot, Principal, ScopeContext
+from docmem.provider.document import new_document, render_recall
+from docmem.provider.tools import ToolResult, ToolSpec, error_result
 
 from .mcp_auth import JwtVerifier
 
@@ -135,7 +127,7 @@ def fixed_principal(principal: Principal) -> ScopeResolver:
     identity over stdio, so the principal is part of how the server is started.
     """
     if not isinstance(principal, Principal):
-        raise InvalidArgument("fixed_principal needs a docmem.Principal")
+        raise InvalidArgument("fixed_principal needs a Principal")
     context = ScopeContext(principal=principal)
 
     def resolve(request: ServerRequestContext[Any, Any]) -> ScopeContext:
@@ -327,7 +319,7 @@ def docmem_mcp_server(
             "Long-term memory of this user, kept by docmem. Read it with the prompt "
             f"{RECALL_PROMPT} (or the resources docmem://<slot>) before each model call."
         ),
-        version=docmem.__version__,
+        version=__version__,
         token_verifier=token_verifier,
         auth=auth,
         tools=[_tool(memory, spec) for spec in memory.runtime.tool_specs().values()],
@@ -463,7 +455,7 @@ def _protocol_error(unresolved: _Unresolved) -> MCPError:
     return MCPError(INTERNAL_ERROR, unresolved.sentence, data)
 
 
-async def _read(runtime: MemoryRuntime, scope: ScopeContext | None) -> list[docmem.ProjectedRecall]:
+async def _read(runtime: MemoryRuntime, scope: ScopeContext | None) -> list[ProjectedRecall]:
     """A fresh recall; a failure is an MCP error carrying docmem's sentence and code."""
     try:
         return await runtime.arecall(scope)

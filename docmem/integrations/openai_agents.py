@@ -41,8 +41,12 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
         'pip install "agent-docmem[openai-agents]"'
     ) from error
 
-import docmem
-from docmem import MemoryRuntime, MemorySlot, ProjectedRecall, ScopeContext, ToolSpec, injection
+from docmem.errors import InvalidArgument
+from docmem.host import injection
+from docmem.host.injection import ProjectedRecall, is_recalled, message_text
+from docmem.host.runtime import MemoryRuntime
+from docmem.host.slot import MemorySlot, ScopeContext
+from docmem.provider.tools import ToolSpec
 
 __all__ = ["DocmemMemory", "Placement", "Position"]
 
@@ -112,9 +116,9 @@ class DocmemMemory(Generic[ContextT]):
         position: Position = "after_system",
     ) -> None:
         if placement not in ("input", "instructions"):
-            raise docmem.InvalidArgument("placement must be 'input' or 'instructions'")
+            raise InvalidArgument("placement must be 'input' or 'instructions'")
         if not callable(scope_context):
-            raise docmem.InvalidArgument("scope_context must be a callable of the run context")
+            raise InvalidArgument("scope_context must be a callable of the run context")
         self.runtime = MemoryRuntime(slots)
         self._scope_context = scope_context
         self._session_id = session_id
@@ -216,7 +220,7 @@ class DocmemMemory(Generic[ContextT]):
             return ModelInputData(
                 input=[_input_item(item) for item in prepared], instructions=model.instructions
             )
-        conversation = [item for item in model.input if not docmem.is_recalled(_item_text(item))]
+        conversation = [item for item in model.input if not is_recalled(_item_text(item))]
         recalls = await self.runtime.arecall(scope, messages=conversation)
         return ModelInputData(
             input=conversation, instructions=_with_documents(model.instructions, recalls)
@@ -245,7 +249,7 @@ def _item_text(item: object) -> str | None:
         return item.content
     if _item_role(item) != "user":
         return None
-    return docmem.message_text(item)
+    return message_text(item)
 
 
 def _input_item(item: TResponseInputItem | ProjectedRecall) -> TResponseInputItem:

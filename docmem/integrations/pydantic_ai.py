@@ -53,9 +53,14 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
         'docmem.integrations.pydantic_ai needs Pydantic AI: pip install "agent-docmem[pydantic-ai]"'
     ) from error
 
-import docmem
-from docmem import MemoryRuntime, MemorySlot, ProjectedRecall, ScopeContext
-from docmem.injection import Position, checked_position
+from docmem.host.injection import (
+    Position,
+    ProjectedRecall,
+    checked_position,
+    is_recalled,
+)
+from docmem.host.runtime import MemoryRuntime
+from docmem.host.slot import MemorySlot, ScopeContext
 
 __all__ = ["METADATA_KEY", "DocmemCapability", "Position"]
 
@@ -211,7 +216,7 @@ def _is_copy(part: ModelRequestPart) -> bool:
     if not isinstance(part, UserPromptPart):
         return False
     if isinstance(part.content, str):
-        return docmem.is_recalled(part.content)
+        return is_recalled(part.content)
     texts: list[str] = []
     for item in part.content:
         if isinstance(item, TextContent):
@@ -220,7 +225,7 @@ def _is_copy(part: ModelRequestPart) -> bool:
             texts.append(item.content)
         elif isinstance(item, str):
             texts.append(item)
-    return bool(texts) and docmem.is_recalled("\n".join(texts))
+    return bool(texts) and is_recalled("\n".join(texts))
 
 
 def _holds_copies(messages: Sequence[ModelMessage]) -> bool:
@@ -262,7 +267,7 @@ def _place(
             users = [at for at, p in enumerate(message.parts) if isinstance(p, UserPromptPart)]
             if users:
                 return _insert(messages, number, users[-1], copies)
-        # No user prompt (a run resumed from history): at the end, as docmem.place_recalls does.
+        # No user prompt (a run resumed from history): at the end, as place_recalls does.
         if messages and isinstance(messages[-1], ModelRequest):
             return _insert(messages, len(messages) - 1, len(messages[-1].parts), copies)
         return [*messages, ModelRequest(parts=copies)]

@@ -7,7 +7,7 @@ docs/design.md, section 4 against that store::
     import uuid
 
     import pytest
-    from docmem import open_store
+    from docmem.storage.registry import open_store
     from docmem.testing import BackendTests
 
     class TestS3Backend(BackendTests):

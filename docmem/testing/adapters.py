@@ -20,12 +20,12 @@ from typing import Any, Union
 import pytest
 
 from ..backend import Backend, Stored
-from ..backends.inmemory import MemoryBackend
-from ..injection import is_recalled, recalled_slot
-from ..keys import lock_scope
-from ..memory import BoundMemory, FileMemory
-from ..runtime import MemoryRuntime
-from ..slot import MemorySlot, Principal, ScopeContext, by_principal
+from ..host.injection import is_recalled, recalled_slot
+from ..host.runtime import MemoryRuntime
+from ..host.slot import MemorySlot, Principal, ScopeContext, by_principal
+from ..provider.keys import lock_scope
+from ..provider.memory import BoundMemory, FileMemory
+from ..storage.builtin.inmemory import MemoryBackend
 from .redaction import CANARY, SCOPE_CANARY
 
 __all__ = [

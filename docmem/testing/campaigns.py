@@ -26,11 +26,11 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 
 from ..backend import Backend
-from ..document import parse
 from ..errors import StoreBusy
-from ..keys import LockedScope, lock_scope
-from ..memory import BoundMemory, FileMemory
-from ..registry import open_store
+from ..provider.document import parse
+from ..provider.keys import LockedScope, lock_scope
+from ..provider.memory import BoundMemory, FileMemory
+from ..storage.registry import open_store
 
 __all__ = [
     "MAX_SAVES",

@@ -26,16 +26,16 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from ..backend import Backend, Stored
-from ..document import MAX_DOCUMENT_BYTES
 from ..errors import DocmemError, InvalidArgument, StoreUnavailable, VersionConflict
-from ..keys import lock_scope
-from ..memory import FileMemory
-from ..retry import RetryPolicy
+from ..provider.document import MAX_DOCUMENT_BYTES
+from ..provider.keys import lock_scope
+from ..provider.memory import FileMemory
+from ..provider.retry import RetryPolicy
 from .redaction import CANARY, SCOPE_CANARY, all_text, corrupt_documents
 from .state_machine import _MADE_UP_VERSION, BackendFactory, BackendStateMachine
 
 if TYPE_CHECKING:
-    from ..encryption import EncryptedStore
+    from ..storage.encryption import EncryptedStore
 
 __all__ = ["BackendTests", "EncryptedRawAccess", "RawAccess", "increment_counter"]
 

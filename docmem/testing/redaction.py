@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from ..document import MemoryDocument, serialize
+from ..provider.document import MemoryDocument, serialize
 
 __all__ = ["CANARY", "SCOPE_CANARY", "all_text", "chain", "corrupt_documents"]
 

@@ -15,7 +15,7 @@ import pytest
 from cli_transcript import Transcript, base_environment
 
 import docmem
-from docmem.backends.local import LocalBackend
+from docmem.storage.builtin.local import LocalBackend
 
 NAMESPACE = "acme:prod:user"
 ALICE = ("--namespace", NAMESPACE, "--scope", "user", "--scope", "u_123")

@@ -26,10 +26,10 @@ from cli_transcript import DOCMEM, base_environment, docmem
 from test_cli_behaviour import _on_a_terminal
 
 import docmem as docmem_package
-from docmem.backends.local import LocalBackend
-from docmem.document import MemoryDocument, parse, serialize
-from docmem.fencing import FENCE_KEY, listed, unfenced
-from docmem.transfer import export_store
+from docmem.provider.document import MemoryDocument, parse, serialize
+from docmem.provider.fencing import FENCE_KEY, listed, unfenced
+from docmem.provider.transfer import export_store
+from docmem.storage.builtin.local import LocalBackend
 
 NAMESPACE = "acme:prod:user"
 
@@ -326,7 +326,7 @@ def _unconditional_plugin(root: Path) -> dict[str, str]:
     (root / "docmem_unconditional.py").write_text(
         textwrap.dedent(
             """
-            from docmem.backends.inmemory import MemoryBackend
+            from docmem.storage.builtin.inmemory import MemoryBackend
 
             class Unconditional(MemoryBackend):
                 def write(self, key, data, *, expected):

@@ -15,7 +15,7 @@ from pathlib import Path
 from cli_transcript import base_environment, docmem
 from test_cli_behaviour import _on_a_terminal
 
-from docmem.encryption.keyfile import read_keyring_file
+from docmem.storage.encryption.keyfile import read_keyring_file
 
 NAMESPACE = "acme:prod:user"
 

@@ -30,8 +30,8 @@ from agents.tool_context import ToolContext
 
 import docmem
 from docmem import Backend, Stored
-from docmem.backends.inmemory import MemoryBackend
 from docmem.integrations.openai_agents import DocmemMemory
+from docmem.storage.builtin.inmemory import MemoryBackend
 from docmem.testing.adapters import (
     AdapterHarness,
     AdapterTests,

@@ -16,7 +16,7 @@ an existing name are accepted:
 - ``adlfs``: ``Put Blob`` with ``If-None-Match: *``;
 - the local filesystem: a fully written and fsynced temporary file is
   hard-linked to its final name with ``os.link``, which fails if the name
-  exists (:mod:`docmem.backends._durable`, as the core's ``file://`` writes).
+  exists (:mod:`docmem.localfs.durable`, as the core's ``file://`` writes).
 
 Any other filesystem, a subclass of one of these included (it may override the
 create), is refused unless the caller asserts atomic create
@@ -56,13 +56,13 @@ from typing import Any, ClassVar
 
 from fsspec.asyn import sync
 
-from docmem.backends._durable import fsync_directory, write_new_file
 from docmem.errors import (
     StoreNotConfigured,
     StoreUnavailable,
     VersionConflict,
     WriteOutcomeUnknown,
 )
+from docmem.localfs.durable import fsync_directory, write_new_file
 
 __all__ = ["MIN_VERSION", "Dialect", "dialect_for"]
 

@@ -21,10 +21,10 @@ import os
 import re
 import stat
 
-from docmem.backends._durable import ensure_directory
-from docmem.backends._flock import LockTimeout
-from docmem.backends.local import MARKER, MARKER_CONTENT, publish_marker
 from docmem.errors import StoreBusy, StoreUnavailable
+from docmem.localfs.durable import ensure_directory
+from docmem.localfs.flock import LockTimeout
+from docmem.localfs.marker import MARKER, MARKER_CONTENT, publish_marker
 
 __all__ = ["MARKER", "MARKER_CONTENT", "require_store"]
 
@@ -126,7 +126,7 @@ def _make_folders(path: str) -> None:
 def _write_marker(root: str) -> None:
     """Publish the marker as the core's ``file://`` does, crash leftovers collected.
 
-    See :func:`docmem.backends.local.publish_marker`: under a lock, durable,
+    See :func:`docmem.localfs.marker.publish_marker`: under a lock, durable,
     never over an existing marker.
     """
     try:

@@ -23,8 +23,8 @@ from fsspec_stores import bucket, require, store_url
 import docmem
 from docmem.backend import Backend
 from docmem.cli.migrate_command import probe_destination
-from docmem.fencing import FENCE_KEY, fence_document, listed, store_fence, unfenced
-from docmem.transfer import export_store, import_store, migrate, verify_store
+from docmem.provider.fencing import FENCE_KEY, fence_document, listed, store_fence, unfenced
+from docmem.provider.transfer import export_store, import_store, migrate, verify_store
 
 NAMESPACE = "acme:prod:user"
 DOCMEM = Path(sys.executable).parent / "docmem"

@@ -7,7 +7,7 @@ erased text would stay in the bucket while the erase reported success.
 :func:`purge_older_versions` deletes every version of the document's object
 but the current one, delete markers included, and raises :class:`HistoryKept`
 when it cannot; the provider reports that error with outcome ``committed``:
-the erase is stored, the purge is not done (``docmem.memory``).
+the erase is stored, the purge is not done (``docmem.provider.memory``).
 
 Permissions: ``s3:GetBucketVersioning`` tells that a bucket never kept
 versions, so nothing is listed; ``s3:ListBucketVersions`` and

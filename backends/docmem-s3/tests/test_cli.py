@@ -145,7 +145,7 @@ def test_the_advice_for_a_kept_history_is_to_erase_again_under_the_same_id() -> 
 @pytest.mark.integration
 def test_probe_asks_the_store_so_an_encrypted_s3_store_gets_docmem_s3s_checks() -> None:
     """encrypted+s3:// answers through the wrapped store's check_server, not by a module name."""
-    from docmem.encryption.keyfile import render_keyring
+    from docmem.storage.encryption.keyfile import render_keyring
 
     endpoint = endpoint_of("localstack")
     plain = store_url(endpoint, f"cli-{uuid.uuid4().hex[:12]}")

@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, settings
 from s3_servers import REGION, S3Raw, endpoint_of, free_port, store_url
 
 import docmem
-from docmem.encryption import EncryptedStore, Keyring, KmsClient, KmsKey, encrypted
-from docmem.encryption.envelope import decode, header
 from docmem.errors import DocmemError, DocumentCorrupt, StoreUnavailable, UnknownKey
+from docmem.storage.encryption import EncryptedStore, Keyring, KmsClient, KmsKey, encrypted
+from docmem.storage.encryption.envelope import decode, header
 from docmem.testing import BackendFactory, BackendTests, EncryptedRawAccess, RawAccess
 from docmem.testing.redaction import CANARY, SCOPE_CANARY, all_text
 from docmem_s3 import S3Backend

@@ -52,7 +52,7 @@ from faultproxy import FaultPlan, FaultProxy
 from s3_servers import SERVERS, bucket, endpoint_of, store_url
 
 import docmem
-from docmem.tools import mutation_id_for
+from docmem.provider.tools import mutation_id_for
 
 pytestmark = pytest.mark.integration
 

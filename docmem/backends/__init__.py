@@ -1,1 +1,0 @@
-"""Built-in backends: ``memory://`` (in-process) and ``file://`` (local disk)."""

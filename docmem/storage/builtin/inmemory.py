@@ -1,0 +1,119 @@
+"""``memory://``: an in-process store for tests and development.
+
+Not shared between processes. ``memory://`` opens a fresh private store;
+``memory://name`` opens a named store shared by everything in the process
+that opens the same name (and by unpickled copies of it).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import uuid
+import weakref
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+from ...backend import Backend, Stored, check_key
+from ...errors import StoreNotConfigured, StoreUnavailable, VersionConflict
+from ...options import query_options
+
+__all__ = ["MemoryBackend"]
+
+
+class _Space:
+    """The data of one named store and the lock that guards it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.blobs: dict[str, Stored] = {}
+        self.versions = itertools.count(1)
+
+
+# Named spaces live as long as the process; an anonymous one as long as a store
+# (or an unpickled copy of it) still refers to it.
+_spaces: dict[str, _Space] = {}
+_anonymous: weakref.WeakValueDictionary[str, _Space] = weakref.WeakValueDictionary()
+_spaces_lock = threading.Lock()
+
+
+def _reinit_after_fork() -> None:
+    # A lock held by another thread at fork time would never be released in the child.
+    global _spaces_lock
+    _spaces_lock = threading.Lock()
+    for space in [*_spaces.values(), *_anonymous.values()]:
+        space.lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reinit_after_fork)
+
+
+_ANONYMOUS = "anonymous-"
+
+
+class MemoryBackend(Backend):
+    """A dict of blobs behind a lock; versions are never-repeating counters."""
+
+    shared_between_processes = False
+
+    def __init__(self, name: str | None = None) -> None:
+        self._name = name or f"{_ANONYMOUS}{uuid.uuid4().hex}"
+        table = _anonymous if self._name.startswith(_ANONYMOUS) else _spaces
+        with _spaces_lock:
+            space = table.get(self._name)
+            if space is None:
+                space = table[self._name] = _Space()
+        self._space = space
+        self._closed = False
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> MemoryBackend:
+        parts = urlsplit(url)
+        unknown = sorted({**query_options(url), **options})
+        if unknown:
+            raise StoreNotConfigured(f"memory:// takes no options; got {', '.join(unknown)}")
+        name = (parts.netloc + parts.path).strip("/")
+        return cls(name or None)
+
+    @property
+    def url(self) -> str:
+        return f"memory://{self._name}"
+
+    def _open_space(self) -> _Space:
+        if self._closed:
+            raise StoreUnavailable("the memory:// store is closed")
+        return self._space
+
+    def read(self, key: str) -> Stored | None:
+        check_key(key)
+        space = self._open_space()
+        with space.lock:
+            return space.blobs.get(key)
+
+    def write(self, key: str, data: bytes, *, expected: str | None) -> str:
+        check_key(key)
+        space = self._open_space()
+        with space.lock:
+            current = space.blobs.get(key)
+            if (current.version if current else None) != expected:
+                raise VersionConflict("the stored version is not the expected one")
+            version = str(next(space.versions))
+            space.blobs[key] = Stored(data=bytes(data), version=version)
+            return version
+
+    def delete(self, key: str) -> None:
+        check_key(key)
+        space = self._open_space()
+        with space.lock:
+            space.blobs.pop(key, None)
+
+    def keys(self) -> Iterator[str]:
+        space = self._open_space()
+        with space.lock:
+            return iter(list(space.blobs))
+
+    def close(self) -> None:
+        self._closed = True

@@ -526,6 +526,7 @@ def _churn(mem: docmem.BoundMemory, writes: int, prefix: str) -> None:
         mem.save(f"{prefix} last", mutation_id=f"{prefix}-last")
 
 
+@pytest.mark.slow
 def test_the_ids_an_erase_drops_stay_recognised_for_the_window(mem: docmem.BoundMemory) -> None:
     mem.save("Lives at 12 Elm Street.", mutation_id="m1")
     mem.erase(mutation_id="gdpr-1")
@@ -556,6 +557,7 @@ def test_a_replay_after_the_journal_rolled_over_has_no_second_effect(
     assert "Lives at 12 Elm Street." not in document.entries.values()
 
 
+@pytest.mark.slow
 def test_the_replay_window_is_the_newest_352_writing_mutations(mem: docmem.BoundMemory) -> None:
     window = journal.MAX_RECORDS + journal.MAX_OLDER_IDS
     assert window == 352  # 11 times the 32 whole records (docs/design.md, section 5)
@@ -1361,7 +1363,7 @@ def test_an_unchanged_document_is_parsed_once(
         parsed.append(data)
         return parse(data)
 
-    monkeypatch.setattr("docmem.provider.commit.parse", counting_parse)
+    monkeypatch.setattr("docmem.provider.reading.parse", counting_parse)
     for _ in range(3):
         mem.recall()
     assert parsed == []  # the save's own write was remembered

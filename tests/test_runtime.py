@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import logging
+import sys
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +18,8 @@ import docmem
 from docmem.host.injection import mark_recalled
 from docmem.host.recall import EARLIER_PARTICIPANT, ProjectedRecall, Recalled
 from docmem.host.slot import ScopeContext
+from docmem.provider import commit, reading
+from docmem.provider import tools as tools_module
 from docmem.provider.keys import item_key
 from docmem.provider.protocol import CaptureContext, RecallContext, ToolsContext
 
@@ -1149,3 +1153,80 @@ def test_a_principal_in_place_of_a_scope_context_is_named_at_the_boundary() -> N
     assert result.is_error
     assert "is a Principal, not a docmem.ScopeContext" in result.text
     assert "u_1" not in result.text
+
+
+# -- one tool call builds one tool; a recall only reads -------------------------------------------
+
+
+def test_dispatch_builds_only_the_called_tool_and_copies_no_schema(
+    store: docmem.Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = docmem.MemoryRuntime([user_slot(docmem.FileMemory(store))])
+    built: list[str] = []
+    copied: list[object] = []
+
+    class CountedTool(tools_module.Tool):
+        def __init__(self, name: str, *args: Any, **kwargs: Any) -> None:
+            built.append(name)
+            super().__init__(name, *args, **kwargs)
+
+    def counted_deepcopy(value: Any, *args: Any) -> Any:
+        copied.append(value)
+        return real_deepcopy(value, *args)
+
+    real_deepcopy = copy.deepcopy
+    monkeypatch.setattr(tools_module, "Tool", CountedTool)
+    monkeypatch.setattr(copy, "deepcopy", counted_deepcopy)
+    result = runtime.dispatch(
+        principal("alice"), "user__save_memory", {"text": "Likes tea."}, app_root="/srv/app"
+    )
+    assert result == docmem.ToolResult("Saved as memory 0.")
+    refused = runtime.dispatch(principal("alice"), "user__save_memory", {"text": "x", "id": 1})
+    assert refused.text == (
+        "Invalid call to user__save_memory: unexpected argument 'id'; expected only text."
+    )
+    assert built
+    assert not [name for name in built if "remove_memory" in name]
+    assert copied == []
+    # a turn still gets both tools, each with a schema of its own
+    tools = runtime.turn_started(turn("t1")).tools
+    assert sorted(tools) == ["user__remove_memory", "user__save_memory"]
+    assert len(copied) == 2
+
+
+def test_dispatch_asks_a_file_memory_subclass_through_its_own_tools(store: docmem.Backend) -> None:
+    class Renamed(docmem.FileMemory):
+        def tools(self, context: ToolsContext) -> dict[str, docmem.Tool]:
+            return {"lookup": echo_tool("lookup", "Look something up.")}
+
+    runtime = docmem.MemoryRuntime([user_slot(Renamed(store))])
+    assert runtime.dispatch(principal("alice"), "user__lookup", {}) == docmem.ToolResult(
+        "lookup ran"
+    )
+    unknown = runtime.dispatch(principal("alice"), "user__save_memory", {"text": "x"})
+    assert unknown.text == "Unknown tool 'user__save_memory'; available: user__lookup."
+
+
+def test_a_recall_runs_no_code_of_the_conflict_loop(store: docmem.Backend) -> None:
+    memory = docmem.FileMemory(store)
+    runtime = docmem.MemoryRuntime([user_slot(memory)])
+    scope = docmem.lock_scope(namespace=NS, scope=("user", "auth0", "", "alice"))
+    bound = memory.bind(scope, slot="user")
+    bound.save("Prefers metric units.", mutation_id="m1")
+    ran: set[str] = set()
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        ran.add(frame.f_code.co_filename)
+
+    sys.setprofile(profile)
+    try:
+        recalled = runtime.recall(principal("alice"))
+        read = bound.read()
+        record = bound.inspect("m1")
+    finally:
+        sys.setprofile(None)
+    assert [unmarked(item).endswith("0: Prefers metric units.") for item in recalled] == [True]
+    assert read is not None
+    assert record is not None
+    assert reading.__file__ in ran  # the profiler saw the read itself
+    assert commit.__file__ not in ran

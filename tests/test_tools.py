@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 
 import docmem
-from docmem.provider.tools import check_slot_name, dispatch_call, mutation_id_for, qualify
+from docmem.provider.tools import (
+    SAVE_MEMORY,
+    check_slot_name,
+    dispatch_call,
+    mutation_id_for,
+    qualify,
+)
 
 
 def stored(mem: docmem.BoundMemory) -> bytes | None:
@@ -263,3 +269,22 @@ def test_dispatch_call_runs_a_good_call(mem: docmem.BoundMemory) -> None:
         "Already saved as memory 0."
     )
     assert mem.inspect("s/c") == docmem.MutationRecord("save", "saved", 0, 1)
+
+
+def test_a_tool_built_for_one_call_shares_a_read_only_schema(
+    mem: docmem.BoundMemory,
+) -> None:
+    tool = mem.unqualified_tool("save_memory")
+    assert tool is not None
+    assert mem.unqualified_tool("recall_memory") is None
+    assert tool.parameters is SAVE_MEMORY.shared_parameters
+    with pytest.raises(TypeError):
+        tool.parameters["properties"]["text"]["minLength"] = 0  # type: ignore[index]
+    assert docmem.ToolSpec("", "", tool.parameters).json_schema() == SAVE_MEMORY.parameters
+    assert tool.call({"text": ""}) == mem.unqualified_tools()["save_memory"].call({"text": ""})
+    assert tool.call({"text": "Likes tea."}, call_id="c1", session_id="s") == docmem.ToolResult(
+        "Saved as memory 0."
+    )
+    removal = mem.unqualified_tool("remove_memory")
+    assert removal is not None
+    assert removal.call({"index": 0}).text == "Removed memory 0."

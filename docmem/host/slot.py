@@ -214,6 +214,24 @@ class MemorySlot:
             return {}
         return qualify_tools(self.name, found, self.description)
 
+    def qualified_tool(self, context: ToolsContext, name: str) -> Tool | None:
+        """The tool :meth:`qualified_tools` would have under ``name``, or ``None``.
+
+        A provider with ``tool_for_call(context, name)`` (optional, found by
+        name, like ``tools``) builds only that tool, under its unqualified name;
+        any other builds its whole set, and the one is picked from it.
+        """
+        slot, _, bare = name.partition("__")
+        if slot != self.name or not self.tools:
+            return None
+        build = getattr(self.provider, "tool_for_call", None)
+        if not callable(build) or not callable(getattr(self.provider, "tools", None)):
+            return self.qualified_tools(context).get(name)
+        found: Tool | None = build(context, bare)
+        if found is None:
+            return None
+        return qualify_tools(self.name, {bare: found}, self.description)[name]
+
     def qualified_specs(self) -> dict[str, ToolSpec]:
         """The provider's declared tool specs, qualified like :meth:`qualified_tools`. No I/O.
 

@@ -9,7 +9,8 @@ one key that this process makes at once share one read and one write
 (group commit, :mod:`docmem.grouping`). The journal in the document header
 makes every mutation idempotent under its ``mutation_id`` and lets an
 ambiguous write be settled by reading instead of guessing (docs/design.md,
-section 5).
+section 5). A recall, a read and an inspect only read
+(:mod:`docmem.provider.reading`), never through the loop.
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ from .. import telemetry
 from ..backend import Backend, LruCache
 from ..errors import Cancelled, DocmemError, InvalidArgument
 from . import journal
-from .commit import KeyIO, Observed, Work, commit_batch
+from .commit import KeyIO, Work, commit_batch
 from .document import MemoryDocument, render_recall
 from .grouping import CommitQueue, Member
 from .keys import LockedScope, item_key
 from .mutation import Erase, EraseResult, Mutation, Remove, RemoveResult, Save, SaveResult
 from .protocol import RecallContext, ToolsContext
+from .reading import KeyReader, Observed
 from .retry import RetryPolicy
 from .secrets import SecretFilter, default_secret_filter
 from .threads import in_thread
@@ -162,6 +164,19 @@ class FileMemory:
         bound = self.bind(context.scope, slot=context.slot, cancel=context.cancel)
         return bound.unqualified_tools()
 
+    def tool_for_call(self, context: ToolsContext, name: str) -> Tool | None:
+        """The one tool of :meth:`tools` named ``name`` (unqualified), for one call. No I/O.
+
+        A runtime running a single tool call builds that tool alone, with no
+        copy of any schema (:meth:`BoundMemory.unqualified_tool`). A subclass
+        that overrides :meth:`tools` is asked through it, so its tools stay its own.
+        """
+        if type(self).tools is not FileMemory.tools:
+            found = self.tools(context)
+            return found.get(name) if found else None
+        bound = self.bind(context.scope, slot=context.slot, cancel=context.cancel)
+        return bound.unqualified_tool(name)
+
 
 class BoundMemory:
     """One slot's view of one locked scope; thread-safe and cheap to create."""
@@ -196,7 +211,7 @@ class BoundMemory:
     def _read_now(self, observation: Observed) -> MemoryDocument | None:
         if self._cancel is not None and self._cancel.is_set():
             raise Cancelled("the turn was cancelled; memory was not read")
-        return KeyIO(self._store, self._key, self._memory._parsed).load(observation).document
+        return KeyReader(self._store, self._key, self._memory._parsed).load(observation).document
 
     def read(self) -> MemoryDocument | None:
         """The stored document, or ``None`` when the scope has none."""
@@ -312,17 +327,28 @@ class BoundMemory:
 
     def unqualified_tools(self) -> dict[str, Tool]:
         """The two tools under their unqualified names, for a runtime to qualify."""
-
-        def save(text: str, mutation_id: str) -> SaveResult:
-            return self.save(text, mutation_id=mutation_id)
-
-        def remove(index: int, mutation_id: str) -> RemoveResult:
-            return self.remove(index, mutation_id=mutation_id)
-
         return {
-            SAVE_MEMORY.name: SAVE_MEMORY.bind(self.slot, save),
-            REMOVE_MEMORY.name: REMOVE_MEMORY.bind(self.slot, remove),
+            SAVE_MEMORY.name: SAVE_MEMORY.bind(self.slot, self._save_call),
+            REMOVE_MEMORY.name: REMOVE_MEMORY.bind(self.slot, self._remove_call),
         }
+
+    def unqualified_tool(self, name: str) -> Tool | None:
+        """One of :meth:`unqualified_tools` alone, sharing its read-only schema; ``None``: no such.
+
+        For a tool that runs one call and is dropped: building the other
+        tool and copying both schemas would be work for nothing.
+        """
+        if name == SAVE_MEMORY.name:
+            return SAVE_MEMORY.bind_for_call(self.slot, self._save_call)
+        if name == REMOVE_MEMORY.name:
+            return REMOVE_MEMORY.bind_for_call(self.slot, self._remove_call)
+        return None
+
+    def _save_call(self, text: str, mutation_id: str) -> SaveResult:
+        return self.save(text, mutation_id=mutation_id)
+
+    def _remove_call(self, index: int, mutation_id: str) -> RemoveResult:
+        return self.remove(index, mutation_id=mutation_id)
 
     # -- async twins -------------------------------------------------------
     # Backends are synchronous; these run in a worker thread. Cancelling the

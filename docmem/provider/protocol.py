@@ -110,7 +110,9 @@ class MemoryProvider(Protocol):
     Mapping[str, Tool] | None`` (unqualified names; the runtime qualifies them),
     ``tool_specs(slot: str) -> Mapping[str, ToolSpec] | None`` (the same tools'
     names, descriptions and schemas, with no scope and no I/O, for hosts that
-    build their tool objects up front) and ``capture(CaptureContext) -> None``.
+    build their tool objects up front), ``tool_for_call(ToolsContext, name) ->
+    Tool | None`` (only the tool a model called, beside ``tools``; without it
+    a call builds the whole set and takes one) and ``capture(CaptureContext) -> None``.
     Recall must be observational.
     """
 

@@ -17,6 +17,7 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Protocol, TypeVar
 
 from ..errors import DocmemError, InvalidArgument
@@ -324,6 +325,11 @@ class MemoryTool:
     parameters: Mapping[str, Any]
     argument: str
     sentences: Mapping[str, str]
+    #: ``parameters`` read-only all the way down, shared by every tool built for one call.
+    shared_parameters: Mapping[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shared_parameters", _read_only(self.parameters))
 
     def spec(self, slot: str) -> ToolSpec:
         """The tool as the model sees it, for ``slot``, before any scope is bound."""
@@ -337,13 +343,33 @@ class MemoryTool:
         Every tool gets its own copy of the schema: a host that edits one
         cannot change another's.
         """
+        spec = self.spec(slot)
+        return Tool(spec.name, spec.description, spec.parameters, self._handler(action))
 
+    def bind_for_call(self, slot: str, action: Callable[[Any, str], _Indexed]) -> Tool:
+        """:meth:`bind`, for a tool that runs one call and is dropped: no schema copied.
+
+        Its schema is :attr:`shared_parameters`: nobody can edit it, so no
+        tool needs a copy of its own.
+        """
+        description = self.description.format(slot=slot)
+        return Tool(self.name, description, self.shared_parameters, self._handler(action))
+
+    def _handler(self, action: Callable[[Any, str], _Indexed]) -> Handler:
         def handler(arguments: Mapping[str, Any], mutation_id: str) -> str:
             result = action(arguments[self.argument], mutation_id)
             return self.sentences[result.status].format(index=result.index)
 
-        spec = self.spec(slot)
-        return Tool(spec.name, spec.description, spec.parameters, handler)
+        return handler
+
+
+def _read_only(value: Any) -> Any:
+    """``value`` with every mapping a read-only view and every list a tuple."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({key: _read_only(item) for key, item in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(_read_only(item) for item in value)
+    return value
 
 
 #: A call whose mutation id was applied long ago (its journal record aged out).

@@ -246,7 +246,7 @@ def test_a_missing_implementation_names_the_extra_that_installs_it(
     def not_installed(protocol: str) -> type:
         raise ImportError(f"no module for {protocol}")  # as fsspec says when gcsfs is missing
 
-    monkeypatch.setattr("docmem_fsspec.backend.fsspec.get_filesystem_class", not_installed)
+    monkeypatch.setattr("docmem_fsspec.filesystems.fsspec.get_filesystem_class", not_installed)
     with pytest.raises(StoreNotConfigured, match=r"docmem-fsspec\[gcs\]"):
         docmem.open_store("gs://bucket/prefix")
 

@@ -13,7 +13,7 @@ FOUND    := $(patsubst %/pyproject.toml,%,$(wildcard backends/*/pyproject.toml))
 BACKENDS := $(filter backends/docmem-s3,$(FOUND)) $(filter-out backends/docmem-s3,$(FOUND))
 PACKAGES := docmem $(foreach b,$(BACKENDS),$(wildcard $(b)/docmem_*))
 
-.PHONY: demo test lint typecheck pytest bench bench-peers install clean
+.PHONY: demo test check lint typecheck pytest bench bench-peers install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,13 @@ demo: $(VENV)/.core
 ## make test: lint, type-check and run every test (what .ci/run calls)
 test: lint typecheck pytest
 
+## make check: the inner loop: lint and every core test that starts no process, needs no
+## server and runs no long campaign (the markers in pyproject.toml); make test runs them all
+CHECK_MARKERS := not process and not slow and not integration
+check: $(VENV)/.dev
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest tests -q -m "$(CHECK_MARKERS)" $(PYTEST_ARGS)
+
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -51,13 +58,16 @@ typecheck: $(VENV)/.dev
 
 # One pytest run per distribution (plug-ins' test modules may share names with the
 # core's). Plug-in tests talk to real servers: scripts/with-test-servers starts
-# LocalStack, SeaweedFS, Azurite and fake-gcs-server on 127.0.0.1, runs them, and stops the servers,
-# also on failure.
+# LocalStack, SeaweedFS, Azurite and fake-gcs-server on 127.0.0.1 while the core's tests
+# run (they need none), then runs the plug-ins' suites side by side (scripts/run-suites:
+# they mostly wait on their servers), and stops the servers, also on failure.
+PLUGIN_SUITES := $(foreach b,$(BACKENDS),'$(BIN)/python -m pytest $(b)/tests $(PYTEST_ARGS)')
 pytest: $(VENV)/.dev
-	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
 ifneq ($(BACKENDS),)
-	scripts/with-test-servers env DOCMEM_REQUIRE_SERVERS=1 sh -c \
-		'for b in $(BACKENDS); do $(BIN)/python -m pytest "$$b/tests" $(PYTEST_ARGS) || exit 1; done'
+	scripts/with-test-servers --meanwhile '$(BIN)/python -m pytest tests $(PYTEST_ARGS)' \
+		env DOCMEM_REQUIRE_SERVERS=1 scripts/run-suites $(PLUGIN_SUITES)
+else
+	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
 endif
 
 ## make bench: the benchmarks, printed as ratios against raw baselines

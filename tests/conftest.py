@@ -30,3 +30,18 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[docmem.Bac
 @pytest.fixture
 def mem(store: docmem.Backend, scope: docmem.LockedScope) -> docmem.BoundMemory:
     return docmem.FileMemory(store).bind(scope, slot="user")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Cost markers for the conformance suite's tests, which docmem.testing cannot carry.
+
+    docmem.testing is imported by plug-in authors' test suites, whose pytest would
+    refuse an unregistered marker; so the core's own runs mark them here, by name:
+    a process race starts processes, a state machine runs a long campaign.
+    """
+    for item in items:
+        name = getattr(item, "originalname", item.name)
+        if "process_race" in name:
+            item.add_marker(pytest.mark.process)
+        elif "state_machine" in name:
+            item.add_marker(pytest.mark.slow)

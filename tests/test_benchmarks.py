@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+#: Each test here starts the docmem command, an example or a benchmark in a process of its own.
+pytestmark = pytest.mark.process
+
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 LOCAL_ROWS = ("save, 10 entries", "recall, 10 entries", "existing scope", "new scope")
 ADAPTER_FILE_ROWS = (

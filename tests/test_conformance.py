@@ -95,6 +95,7 @@ def test_memory_backend_is_not_shared_between_processes() -> None:
     assert LocalBackend.shared_between_processes is True
 
 
+@pytest.mark.process
 def test_import_docmem_does_not_import_the_test_suite() -> None:
     code = (
         "import sys, docmem\n"

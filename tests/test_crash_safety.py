@@ -39,6 +39,7 @@ def _temps(directory: Path) -> list[str]:
     return sorted(name for name in os.listdir(directory) if name.startswith(".tmp-"))
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_sigkill_campaign_never_tears_loses_or_litters(tmp_path: Path, writers: Writers) -> None:
     backend = LocalBackend(tmp_path / "store", create=True)

@@ -684,6 +684,7 @@ _dangerous = st.sampled_from(
 _nasty_text = st.lists(_dangerous | _any_text, max_size=12).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(_nasty_text)
 def test_normalize_is_idempotent(text: str) -> None:
@@ -694,6 +695,7 @@ def test_normalize_is_idempotent(text: str) -> None:
     assert normalize_entry(once) == once
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(_nasty_text)
 def test_normalized_entries_keep_the_stable_rules(text: str) -> None:
@@ -713,6 +715,7 @@ def test_normalized_entries_keep_the_stable_rules(text: str) -> None:
         assert category != "Cf" or char in "\u200c\u200d"
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(_nasty_text, st.booleans())
 def test_no_entry_text_forges_a_line_or_a_header(text: str, preexisting: bool) -> None:
@@ -807,6 +810,7 @@ def documents(draw: st.DrawFn) -> MemoryDocument:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(documents())
 def test_documents_round_trip(document: MemoryDocument) -> None:
@@ -818,6 +822,7 @@ def test_documents_round_trip(document: MemoryDocument) -> None:
     assert serialize(parsed) == data
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(documents(), st.sampled_from(["user", "team", "a-b_c"]))
 def test_render_recall_lists_every_entry(document: MemoryDocument, slot: str) -> None:
@@ -1100,6 +1105,7 @@ def test_recall_length_is_the_rendered_length_on_vectors(vector: dict[str, Any],
     assert recall_length(document, slot) == len(render_recall(document, slot))
 
 
+@pytest.mark.slow
 @given(
     st.dictionaries(
         st.integers(min_value=0, max_value=2**53 - 1), st.text(min_size=1), max_size=12

@@ -664,6 +664,7 @@ def test_keyring_files_take_standard_or_url_safe_base64() -> None:
         parse_keyring(text, source="test")
 
 
+@pytest.mark.process
 def test_encryption_is_not_imported_by_docmem_and_boto3_only_for_kms() -> None:
     code = (
         "import sys, docmem\n"
@@ -676,6 +677,7 @@ def test_encryption_is_not_imported_by_docmem_and_boto3_only_for_kms() -> None:
     subprocess.run([sys.executable, "-B", "-c", code], check=True, timeout=60)
 
 
+@pytest.mark.process
 def test_without_cryptography_the_error_names_the_extra() -> None:
     code = (
         "import sys\n"

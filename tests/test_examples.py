@@ -7,8 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import docmem
 from docmem.provider.document import parse
+
+#: Each test here starts the docmem command, an example or a benchmark in a process of its own.
+pytestmark = pytest.mark.process
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

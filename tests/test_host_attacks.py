@@ -14,6 +14,7 @@ import math
 import os
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -124,6 +125,7 @@ def check(result: object) -> None:
 # -- tool arguments -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @CAMPAIGN
 @given(arguments, st.sampled_from(["user__save_memory", "user__remove_memory"]))
 def test_tool_call_answers_any_arguments_with_a_result(value: Any, name: str) -> None:
@@ -131,6 +133,7 @@ def test_tool_call_answers_any_arguments_with_a_result(value: Any, name: str) ->
     check(tool.call(value, call_id="c", session_id="s"))
 
 
+@pytest.mark.slow
 @CAMPAIGN
 @given(arguments, st.sampled_from(["user__save_memory", "user__remove_memory"]))
 def test_turn_dispatch_answers_any_arguments_as_objects_or_json(value: Any, name: str) -> None:
@@ -148,6 +151,7 @@ def test_turn_dispatch_answers_any_json_text(text: str | bytes, name: str) -> No
     check(fresh_turn().dispatch(name, text, call_id="c"))
 
 
+@pytest.mark.slow
 @CAMPAIGN
 @given(st.one_of(any_key, json_ish), argument_values)
 def test_turn_dispatch_answers_any_tool_name(name: Any, value: Any) -> None:

@@ -137,6 +137,7 @@ _ops = st.sampled_from(["save", "remove", "erase"])
 _args = st.text(max_size=60)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_ids, _ops, _args)
 def test_digests_are_22_base64url_characters(mutation_id: str, op: Any, arg: str) -> None:
@@ -179,6 +180,7 @@ def test_id_and_request_digests_are_domain_separated() -> None:
     assert id_digest("sess-1/call_0") != id_digest("sess-1/call_1")
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.tuples(_ids, _ops, _args), min_size=2, max_size=8, unique=True),
@@ -188,6 +190,7 @@ def test_distinct_requests_have_distinct_digests(requests: list[tuple[str, Any, 
     assert len(digests) == len(requests)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_ids, min_size=2, max_size=8, unique=True))
 def test_distinct_ids_have_distinct_digests(ids: list[str]) -> None:

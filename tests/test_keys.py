@@ -240,6 +240,7 @@ def _canonical(value: Any) -> tuple[str, Any]:
     return ("S", value) if isinstance(value, str) else ("T", tuple(value))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_scope_value, min_size=2, max_size=12, unique_by=_canonical))
 def test_distinct_scope_values_never_collide(values: list[Any]) -> None:
@@ -247,6 +248,7 @@ def test_distinct_scope_values_never_collide(values: list[Any]) -> None:
     assert len(set(keys)) == len(values)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_scope_value, _scope_value)
 def test_keys_equal_exactly_when_values_equal(first: Any, second: Any) -> None:
@@ -254,6 +256,7 @@ def test_keys_equal_exactly_when_values_equal(first: Any, second: Any) -> None:
     assert (scope_key(first) == scope_key(second)) is same
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_component, min_size=1, max_size=16))
 def test_tuple_and_list_with_equal_components_give_equal_keys(components: list[str]) -> None:
@@ -261,6 +264,7 @@ def test_tuple_and_list_with_equal_components_give_equal_keys(components: list[s
     assert scope_key(tuple(components)) == ref_scope_key(tuple(components))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(_scope_value)
 def test_scope_key_matches_reference_encoder(value: Any) -> None:
@@ -269,6 +273,7 @@ def test_scope_key_matches_reference_encoder(value: Any) -> None:
     assert SCOPE_KEY.fullmatch(key)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(
@@ -288,6 +293,7 @@ def test_distinct_namespace_scope_pairs_never_share_a_storage_key(pairs: list[An
     assert len(set(keys)) == len(pairs)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(_namespace, _scalar, _scalar)
 def test_moving_text_across_the_namespace_scope_boundary_changes_the_key(
@@ -620,6 +626,7 @@ def test_a_namespace_with_surrounding_whitespace_keeps_its_own_key() -> None:
     assert NS_KEY.fullmatch(namespace_key(" ns "))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(_namespace, _scope_value, _scalar)
 def test_keys_are_base64url_after_their_prefix(ns: str, scope: Any, item: str) -> None:

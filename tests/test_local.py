@@ -124,6 +124,7 @@ def test_parse_cache_never_hides_a_changed_document(tmp_path: Path) -> None:
     assert parse(good).entries == {0: "b"}
 
 
+@pytest.mark.process
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX-only")
 def test_a_child_forked_while_a_lock_is_held_does_not_keep_it(tmp_path: Path) -> None:
     path = str(tmp_path / "held.lock")
@@ -308,6 +309,7 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
         yield point
 
 
+@pytest.mark.process
 def test_an_unmounted_volume_is_unavailable_not_an_empty_memory(tmpfs: Path) -> None:
     creator = docmem.open_store(tmpfs.as_uri() + "?create=true")
     docmem.FileMemory(creator).bind(SCOPE, slot="user").save("Prefers tea.", mutation_id="m1")

@@ -89,6 +89,7 @@ def test_install_lines_name_our_distributions(path: Path) -> None:
     assert not OLD_EXTRA.search(text), f"{path.name} names an extra of 'docmem'"
 
 
+@pytest.mark.process
 def test_the_langchain_fake_model_needs_no_test_tools() -> None:
     pytest.importorskip("langchain_core")
     code = (

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -164,6 +165,7 @@ def _memory(store: docmem.Backend) -> docmem.BoundMemory:
 # -- stored bytes ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @ATTACK
 @given(data=stored_bytes, index=st.integers(0, 64), text=_word)
 def test_any_stored_bytes_give_only_typed_errors(data: bytes, index: int, text: str) -> None:
@@ -230,6 +232,7 @@ def test_any_read_answer_gives_only_typed_errors(data: object, version: object) 
 # -- save texts ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @ATTACK
 @given(text=any_text, mutation_id=st.text(_any_char, max_size=40) | _surrogates)
 def test_any_save_text_gives_only_typed_errors(text: str, mutation_id: str) -> None:

@@ -66,6 +66,7 @@ def test_every_error_class_is_drawn_in_the_module_docstring() -> None:
             assert getattr(docmem.errors, name).code in doc, name
 
 
+@pytest.mark.process
 def test_importing_docmem_does_not_import_test_tools() -> None:
     import subprocess
     import sys

@@ -587,6 +587,7 @@ def test_deleting_a_missing_key_creates_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "root").exists()
 
 
+@pytest.mark.slow
 def test_anonymous_memory_stores_are_freed_with_their_last_handle() -> None:
     import gc
 

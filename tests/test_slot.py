@@ -89,6 +89,7 @@ def test_file_memory_is_a_memory_provider() -> None:
     assert slot.description is None
 
 
+@pytest.mark.process
 def test_file_memory_type_checks_as_a_slot_provider(tmp_path: Path) -> None:
     snippet = tmp_path / "snippet.py"
     snippet.write_text(

@@ -339,6 +339,7 @@ def test_no_memory_text_or_scope_value_in_any_span_or_metric(
 # -- without the API -----------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_without_opentelemetry_no_telemetry_path_is_taken() -> None:
     code = """
 import sys
@@ -359,6 +360,7 @@ print([m for m, module in sys.modules.items() if m.startswith("opentelemetry") a
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.process
 def test_importing_docmem_imports_no_opentelemetry() -> None:
     code = "import sys, docmem; print([m for m in sys.modules if m.startswith('opentelemetry')])"
     done = subprocess.run(
@@ -412,6 +414,7 @@ metrics.set_meter_provider(MeterProvider([reader]))
 """
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     ("module", "setup", "check"),
     [

@@ -23,6 +23,9 @@ from cli_transcript import DOCMEM, base_environment, docmem
 import docmem as docmem_package
 from docmem.cli.advice import advice
 
+#: Each test here starts the docmem command, an example or a benchmark in a process of its own.
+pytestmark = pytest.mark.process
+
 NAMESPACE = "acme:prod:user"
 ALICE = ("--namespace", NAMESPACE, "--scope", "user", "--scope", "u_123")
 

@@ -17,6 +17,9 @@ from cli_transcript import Transcript, base_environment
 import docmem
 from docmem.storage.builtin.local import LocalBackend
 
+#: Each test here starts the docmem command, an example or a benchmark in a process of its own.
+pytestmark = pytest.mark.process
+
 NAMESPACE = "acme:prod:user"
 ALICE = ("--namespace", NAMESPACE, "--scope", "user", "--scope", "u_123")
 BOB = ("--namespace", NAMESPACE, "--scope", "user", "--scope", "u_456")

@@ -31,6 +31,9 @@ from docmem.provider.fencing import FENCE_KEY, listed, unfenced
 from docmem.provider.transfer import export_store
 from docmem.storage.builtin.local import LocalBackend
 
+#: Each test here starts the docmem command, an example or a benchmark in a process of its own.
+pytestmark = pytest.mark.process
+
 NAMESPACE = "acme:prod:user"
 
 

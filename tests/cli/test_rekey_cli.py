@@ -12,10 +12,14 @@ import json
 import stat
 from pathlib import Path
 
+import pytest
 from cli_transcript import base_environment, docmem
 from test_cli_behaviour import _on_a_terminal
 
 from docmem.storage.encryption.keyfile import read_keyring_file
+
+#: Each test here starts the docmem command, an example or a benchmark in a process of its own.
+pytestmark = pytest.mark.process
 
 NAMESPACE = "acme:prod:user"
 

@@ -839,6 +839,7 @@ def test_two_users_concurrently_under_gather(
 # -- packaging -------------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_importing_docmem_imports_no_framework() -> None:
     code = (
         "import sys, docmem, docmem.integrations, docmem.testing;"
@@ -848,6 +849,7 @@ def test_importing_docmem_imports_no_framework() -> None:
     assert out.stdout.strip() == "[]", out.stderr
 
 
+@pytest.mark.process
 def test_a_missing_framework_names_the_extra() -> None:
     code = (
         "import sys; sys.modules['langchain'] = None\n"

@@ -470,6 +470,7 @@ def test_a_host_shows_the_document_exactly_once_per_model_call(store: docmem.Bac
 # -- stdio: the real `docmem mcp`, started as a host starts it ----------------------------
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("launcher", ["python -B -m docmem", "docmem console script"])
 def test_stdio_with_a_hosts_minimal_environment(
     launcher: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -509,6 +510,7 @@ def test_stdio_with_a_hosts_minimal_environment(
     assert not list(tmp_path.rglob("__pycache__"))
 
 
+@pytest.mark.process
 def test_docmem_mcp_refuses_flags_that_do_not_go_together(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -866,6 +868,7 @@ def _stderr_of_refusals(tmp_path: Path, flags: list[str], tokens: list[str]) -> 
     return err
 
 
+@pytest.mark.process
 def test_docmem_mcp_debug_logs_each_line_once(issuer_key: SigningKey, tmp_path: Path) -> None:
     """--debug: docmem's handler prints a line; the root handler the SDK installs does not again."""
     pem = tmp_path / "issuer.pem"
@@ -882,6 +885,7 @@ def test_docmem_mcp_debug_logs_each_line_once(issuer_key: SigningKey, tmp_path: 
     assert "not-a-token" not in err
 
 
+@pytest.mark.process
 def test_docmem_mcp_logs_warnings_without_debug_but_no_refusals(
     issuer_key: SigningKey, tmp_path: Path
 ) -> None:
@@ -909,6 +913,7 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a shell's background job starts
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("sigint", ["default", "inherited ignored"])
 def test_docmem_mcp_over_http_in_a_subprocess(
     issuer_key: SigningKey, tmp_path: Path, sigint: str
@@ -969,6 +974,7 @@ def test_docmem_mcp_over_http_in_a_subprocess(
 # -- the example --------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_the_mcp_example(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-B", str(EXAMPLES / "with_mcp.py")],

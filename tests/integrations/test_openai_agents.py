@@ -623,12 +623,14 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.process
 def test_import_docmem_never_imports_the_sdk() -> None:
     done = _python("import sys, docmem; print('agents' in sys.modules)")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
 
 
+@pytest.mark.process
 def test_a_missing_sdk_names_the_extra() -> None:
     done = _python(
         "import sys\nsys.modules['agents'] = None\n"

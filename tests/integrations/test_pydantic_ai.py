@@ -560,6 +560,7 @@ def test_the_mutation_id_is_conversation_run_and_call(
 # -- sync, async, concurrency, several slots -----------------------------------------
 
 
+@pytest.mark.process
 def test_importing_docmem_never_imports_pydantic_ai() -> None:
     code = (
         "import sys, docmem, docmem.integrations;"

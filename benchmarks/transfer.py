@@ -48,7 +48,7 @@ from harness.s3 import Prefixes, S3Endpoint, check_bucket
 from harness.timing import interleave, log, settle
 
 import docmem
-from docmem.cli.migrate_command import probe_destination
+from docmem.cli.checks import probe_destination
 from docmem.provider.document import MemoryDocument, serialize
 from docmem.provider.journal import JournalRecord, id_digest, request_digest
 from docmem.provider.transfer import MigrationReport, migrate

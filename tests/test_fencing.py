@@ -12,7 +12,7 @@ import pytest
 
 import docmem
 from docmem.backend import Backend, Stored
-from docmem.cli.migrate_command import probe_destination
+from docmem.cli.checks import probe_destination
 from docmem.provider.document import MAX_DOCUMENT_BYTES, MemoryDocument, parse, serialize
 from docmem.provider.fencing import FENCE_KEY, fence_document, listed, store_fence
 from docmem.provider.journal import JournalRecord

@@ -18,7 +18,7 @@ from docmem.errors import InvalidArgument, InvalidScope
 from docmem.host.slot import Principal, ScopeContext, by_principal
 from docmem.provider.keys import LockedScope, ScopeValue, lock_scope
 
-from .parser import UsageError
+from .command import UsageError
 
 __all__ = ["Address", "resolve"]
 

@@ -8,18 +8,17 @@ into ``head``). A traceback is printed only with ``--debug``.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import importlib
 import logging
 import os
 import sys
 import traceback
-from typing import Protocol
 
 from docmem.errors import DocmemError
 
-from .parser import COMMANDS, MissingExtra, UsageError, build_parser
+from .command import MissingExtra, UsageError
+from .commands import load
+from .parser import build_parser
 from .report import Reporter
 
 __all__ = ["EXIT_DOCMEM_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PIPE", "EXIT_USAGE", "run"]
@@ -32,14 +31,6 @@ EXIT_PIPE = 141
 
 #: The loggers of docmem and its plug-ins: shown with --debug, silent otherwise.
 _LOGGERS = ("docmem", "docmem_s3", "docmem_fsspec")
-#: Commands that run until stopped: their warnings go to stderr without --debug.
-_SERVERS = frozenset({"mcp"})
-
-
-class Command(Protocol):
-    """What every command module's ``run`` is: the parsed flags and the reporter, an exit code."""
-
-    def __call__(self, arguments: argparse.Namespace, report: Reporter) -> int: ...
 
 
 def run(argv: list[str]) -> int:
@@ -48,7 +39,7 @@ def run(argv: list[str]) -> int:
     if hasattr(sys.stdout, "reconfigure"):  # what the terminal cannot show, as an escape
         sys.stdout.reconfigure(errors="backslashreplace")
     try:
-        parsers = build_parser(mcp=bool(argv) and argv[0] == "mcp")
+        parsers = build_parser(argv)
     except MissingExtra as missing:
         print(missing.message, file=sys.stderr)
         if debug:
@@ -61,14 +52,15 @@ def run(argv: list[str]) -> int:
         arguments = parsers.top.parse_args(argv)
     except SystemExit as exit_:  # argparse: --help (0) or a usage error (2)
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
-    _configure_logging(debug=arguments.debug, serving=arguments.command in _SERVERS)
+    command = load(arguments.command)  # imported by build_parser already
+    _configure_logging(debug=arguments.debug, serving=command.server)
     report = Reporter(
         arguments.command,
         json=getattr(arguments, "json", False),
         quiet=getattr(arguments, "quiet", False),
     )
     try:
-        code = _command(arguments.command)(arguments, report)
+        code = command.run(arguments, report)
         sys.stdout.flush()  # here, so that a closed pipe is reported below, not at exit
         return code
     except UsageError as usage:
@@ -100,13 +92,6 @@ def _only_broken_pipes(error: BaseException) -> bool:
     if not isinstance(inner, tuple) or not inner:
         return False
     return all(isinstance(each, BaseException) and _only_broken_pipes(each) for each in inner)
-
-
-def _command(name: str) -> Command:
-    """The command's ``run``, imported only now (``docmem show`` never loads tqdm or mcp)."""
-    module, _, function = COMMANDS[name].partition(":")
-    command: Command = getattr(importlib.import_module(module, __package__), function)
-    return command
 
 
 def _configure_logging(*, debug: bool, serving: bool) -> None:

@@ -22,7 +22,7 @@ from fsspec_stores import bucket, require, store_url
 
 import docmem
 from docmem.backend import Backend
-from docmem.cli.migrate_command import probe_destination
+from docmem.cli.checks import probe_destination
 from docmem.provider.fencing import FENCE_KEY, fence_document, listed, store_fence, unfenced
 from docmem.provider.transfer import export_store, import_store, migrate, verify_store
 

@@ -22,15 +22,17 @@ from typing import TYPE_CHECKING, Any
 from docmem.errors import DocmemError, StoreNotConfigured
 from docmem.storage.parallel import ordered
 
-from .bars import new_bar
-from .report import Reporter, counted
-from .stats import _listed
-from .store import open_from
+from ..bars import new_bar
+from ..command import Command
+from ..flags import add_output, add_store, add_workers
+from ..listing import listed
+from ..report import Reporter, counted
+from ..store import open_from
 
 if TYPE_CHECKING:
     from docmem.storage.encryption import EncryptedStore
 
-__all__ = ["Tally", "run"]
+__all__ = ["COMMAND", "Tally"]
 
 
 @dataclass
@@ -63,39 +65,50 @@ class Tally:
         }
 
 
-def run(arguments: argparse.Namespace, report: Reporter) -> int:
-    """Re-encrypt every document to the primary key; exit 1 if any could not be."""
-    from docmem.storage.encryption import EncryptedStore
+class Rekey(Command):
+    help = "re-encrypt every document of an encrypted store to its primary key"
 
-    tally = Tally()
-    with open_from(arguments) as store:
-        if not isinstance(store, EncryptedStore):
-            raise StoreNotConfigured(
-                "docmem rekey works on an encrypted store: pass its URL as encrypted+ and the "
-                "store's URL, with its keyring (encrypted+file:///path?keyring=file:KEYRING)"
-            )
-        primary = store.keyring.primary.key_id
-        report.note(primary=primary)
-        keys = _listed(store, report)
-        bar = new_bar(report, total=len(keys), unit="doc", desc="rekeying")
-        try:
-            for key, outcome in _rekey_all(store, keys, arguments.workers):
-                tally.add(key, outcome)
-                bar.update(1)
-        finally:
-            bar.close()
-    fields = tally.fields(primary)
-    if tally.first_error is None:
-        return report.done(_human(tally, primary), **fields)
-    report.note(**fields)
-    report.say(_human(tally, primary))
-    report.advise("fix or remove each document listed, then run docmem rekey again")
-    failure = type(tally.first_error)(
-        f"{counted(len(tally.failed), 'document')} of {counted(tally.keys, 'key')} could not be "
-        f"re-encrypted to key {primary!r} (first: {tally.first_error.code}); they still need "
-        "the keys they are under"
-    )
-    return report.failed(failure)
+    def configure(self, parser: argparse.ArgumentParser) -> None:
+        add_store(parser)
+        add_output(parser)
+        add_workers(parser, doing="re-encrypted")
+
+    def run(self, arguments: argparse.Namespace, report: Reporter) -> int:
+        """Re-encrypt every document to the primary key; exit 1 if any could not be."""
+        from docmem.storage.encryption import EncryptedStore
+
+        tally = Tally()
+        with open_from(arguments) as store:
+            if not isinstance(store, EncryptedStore):
+                raise StoreNotConfigured(
+                    "docmem rekey works on an encrypted store: pass its URL as encrypted+ and the "
+                    "store's URL, with its keyring (encrypted+file:///path?keyring=file:KEYRING)"
+                )
+            primary = store.keyring.primary.key_id
+            report.note(primary=primary)
+            keys = listed(store, report)
+            bar = new_bar(report, total=len(keys), unit="doc", desc="rekeying")
+            try:
+                for key, outcome in _rekey_all(store, keys, arguments.workers):
+                    tally.add(key, outcome)
+                    bar.update(1)
+            finally:
+                bar.close()
+        fields = tally.fields(primary)
+        if tally.first_error is None:
+            return report.done(_human(tally, primary), **fields)
+        report.note(**fields)
+        report.say(_human(tally, primary))
+        report.advise("fix or remove each document listed, then run docmem rekey again")
+        failure = type(tally.first_error)(
+            f"{counted(len(tally.failed), 'document')} of {counted(tally.keys, 'key')} could "
+            f"not be re-encrypted to key {primary!r} (first: {tally.first_error.code}); they "
+            "still need the keys they are under"
+        )
+        return report.failed(failure)
+
+
+COMMAND = Rekey()
 
 
 def _rekey_all(

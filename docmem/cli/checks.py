@@ -1,67 +1,41 @@
-"""``docmem probe``: does the store really honour conditional writes? Checked, never assumed.
+"""The backend contract's conditional-write checks: ``docmem probe``'s, and ``migrate``'s preflight.
 
-A store with checks of its own runs them (:meth:`docmem.Backend.check_server`:
-on ``s3://``, also under ``encrypted+``, docmem-s3's probe, with ETag checks,
-a race of concurrent creates and whether the bucket keeps older versions).
-Every other store runs the backend contract's checks here, through the :class:`docmem.Backend` API
-alone, on a probe key of its own that is deleted afterwards: a create, a
-second create refused, a write naming a made-up, a read's, a write's and a
-replaced version, concurrent writers of which exactly one wins, and a delete.
-The probe writes valid empty documents, so a key a crash left behind is
-harmless (``docmem stats`` counts it as an empty document).
+A store without checks of its own (:meth:`docmem.Backend.check_server`) runs
+these, through the :class:`docmem.Backend` API alone, on a probe key of its
+own that is deleted afterwards: a create, a second create refused, a write
+naming a made-up, a read's, a write's and a replaced version, concurrent
+writers of which exactly one wins, and a delete. The probe writes valid empty
+documents, so a key a crash left behind is harmless (``docmem stats`` counts
+it as an empty document).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import threading
 import uuid
 from collections.abc import Callable
-from urllib.parse import urlsplit
 
 from docmem.backend import Backend, Check
 from docmem.errors import DocmemError, StoreUnavailable, VersionConflict, WriteOutcomeUnknown
 from docmem.provider.document import MemoryDocument, serialize
 
-from .report import Reporter
-from .store import open_from
+__all__ = ["contract_checks", "probe_destination"]
 
-__all__ = ["Check", "contract_checks", "run"]
+#: Concurrent writers in the preflight probe's race.
+_PROBE_WRITERS = 4
 
 
-def run(arguments: argparse.Namespace, report: Reporter) -> int:
-    """Run the store's probe and print each check; exit 1 if any failed."""
-    writers: int = arguments.writers
-    with open_from(arguments) as store:
-        scheme = urlsplit(store.url).scheme
-        own = store.check_server(writers=writers)  # ConditionsNotHonoured names a miss
-        if own is not None:
-            report.note(probe=own.by)
-            report.say(f"probe: {own.by}'s conditional-write checks on {scheme}://")
-            for name, value in own.facts.items():
-                report.note(**{name: value})
-                report.say(f"{name}: {value}")
-            checks = list(own.checks)
-        else:
-            report.note(probe="contract")
-            report.say(f"probe: the backend contract's checks on {scheme}:// (on a key of its own)")
-            checks = contract_checks(store, writers)
-    rows = [{"name": name, "passed": passed} for name, passed in checks]
-    report.note(checks=rows)
-    for name, passed in checks:
-        report.say(f"{'ok' if passed else 'FAILED':<6}  {name}")
-    failed = [name for name, passed in checks if not passed]
+def probe_destination(store: Backend) -> None:
+    """Raise unless ``store`` passes its probe (``docmem probe``'s checks)."""
+    if store.check_server(writers=_PROBE_WRITERS) is not None:
+        return  # its own checks passed (ConditionsNotHonoured names each that failed)
+    failed = [name for name, passed in contract_checks(store, _PROBE_WRITERS) if not passed]
     if failed:
-        report.advise("docmem must not share this store between writers: use one that passes")
         raise StoreUnavailable(
-            "the store does not honour conditional writes as docmem needs them, so concurrent "
-            f"updates would be lost or fail; failed: {'; '.join(failed)}"
+            "the destination does not honour conditional writes as docmem needs them; "
+            f"failed: {'; '.join(failed)}"
         )
-    return report.done(
-        f"all {len(checks)} checks passed: docmem can share this store between writers",
-        passed=True,
-    )
 
 
 def _probe_document(revision: int) -> bytes:

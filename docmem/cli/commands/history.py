@@ -20,36 +20,49 @@ from docmem.backend import Backend, Stored
 from docmem.errors import DocumentCorrupt
 from docmem.provider.document import parse
 
-from .address import resolve
-from .report import Reporter, counted
-from .store import open_from
+from ..address import resolve
+from ..command import Command
+from ..flags import add_output, add_scope, add_store
+from ..report import Reporter, counted
+from ..store import open_from
 
-__all__ = ["run"]
+__all__ = ["COMMAND"]
 
 _HEADER = ("version", "modified (UTC)", "bytes", "revision", "entries", "change")
 
 
-def run(arguments: argparse.Namespace, report: Reporter) -> int:
-    """List the versions oldest first, or say that the store keeps none."""
-    address = resolve(arguments)
-    report.note(**address.fields())
-    with open_from(arguments) as store:
-        history = getattr(store, "history", None)
-        read_version = getattr(store, "read_version", None)
-        if not (callable(history) and callable(read_version)):
-            return report.done(_not_kept(store), supported=False, versions=[])
-        versions = [_version(read_version, address.key, kept) for kept in history(address.key)]
-    if not versions:
-        return report.done(
-            f"no versions are stored under {address.key}", supported=True, versions=[]
-        )
-    lines = [
-        f"{address.key}: {counted(len(versions), 'version')} "
-        "kept, oldest first; `docmem show --at VERSION` shows one",
-        "",
-        _table(versions),
-    ]
-    return report.done("\n".join(lines), supported=True, versions=versions)
+class History(Command):
+    help = "list a scope's older versions, where the store keeps them"
+
+    def configure(self, parser: argparse.ArgumentParser) -> None:
+        add_store(parser)
+        add_scope(parser)
+        add_output(parser)
+
+    def run(self, arguments: argparse.Namespace, report: Reporter) -> int:
+        """List the versions oldest first, or say that the store keeps none."""
+        address = resolve(arguments)
+        report.note(**address.fields())
+        with open_from(arguments) as store:
+            history = getattr(store, "history", None)
+            read_version = getattr(store, "read_version", None)
+            if not (callable(history) and callable(read_version)):
+                return report.done(_not_kept(store), supported=False, versions=[])
+            versions = [_version(read_version, address.key, kept) for kept in history(address.key)]
+        if not versions:
+            return report.done(
+                f"no versions are stored under {address.key}", supported=True, versions=[]
+            )
+        lines = [
+            f"{address.key}: {counted(len(versions), 'version')} "
+            "kept, oldest first; `docmem show --at VERSION` shows one",
+            "",
+            _table(versions),
+        ]
+        return report.done("\n".join(lines), supported=True, versions=versions)
+
+
+COMMAND = History()
 
 
 def _not_kept(store: Backend) -> str:

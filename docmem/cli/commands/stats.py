@@ -19,11 +19,14 @@ from docmem.errors import DocumentCorrupt
 from docmem.provider.document import parse
 from docmem.storage.parallel import ordered
 
-from .bars import new_bar
-from .report import Reporter, counted
-from .store import open_from
+from ..bars import new_bar
+from ..command import Command
+from ..flags import add_output, add_store, add_workers, positive
+from ..listing import listed
+from ..report import Reporter, counted
+from ..store import open_from
 
-__all__ = ["Tally", "run"]
+__all__ = ["COMMAND", "Tally"]
 
 
 @dataclass
@@ -80,33 +83,33 @@ class Tally:
         }
 
 
-def run(arguments: argparse.Namespace, report: Reporter) -> int:
-    """Walk the whole store and report what it holds."""
-    tally = Tally(top=arguments.top)
-    with open_from(arguments) as store:
-        keys = _listed(store, report)
-        bar = new_bar(report, total=len(keys), unit="doc", desc="reading")
-        try:
-            for key, stored in _read_all(store, keys, arguments.workers):
-                tally.add(key, stored)
-                bar.update(1)
-        finally:
-            bar.close()
-    return report.done(_human(tally), **tally.fields())
+class Stats(Command):
+    help = "count documents, entries and bytes; find corrupt documents"
+
+    def configure(self, parser: argparse.ArgumentParser) -> None:
+        add_store(parser)
+        add_output(parser)
+        parser.add_argument(
+            "--top", type=positive, default=5, help="how many of the largest documents (default: 5)"
+        )
+        add_workers(parser, doing="read")
+
+    def run(self, arguments: argparse.Namespace, report: Reporter) -> int:
+        """Walk the whole store and report what it holds."""
+        tally = Tally(top=arguments.top)
+        with open_from(arguments) as store:
+            keys = listed(store, report)
+            bar = new_bar(report, total=len(keys), unit="doc", desc="reading")
+            try:
+                for key, stored in _read_all(store, keys, arguments.workers):
+                    tally.add(key, stored)
+                    bar.update(1)
+            finally:
+                bar.close()
+        return report.done(_human(tally), **tally.fields())
 
 
-def _listed(store: Backend, report: Reporter) -> list[str]:
-    """Every key, counted on the bar as the listing goes (its total is unknown until the end)."""
-    bar = new_bar(report, total=None, unit="key", desc="listing")
-    keys: list[str] = []
-    listing = store.keys()  # a Backend's listing, not a dict's
-    try:
-        for key in listing:
-            keys.append(key)
-            bar.update(1)
-    finally:
-        bar.close()
-    return keys
+COMMAND = Stats()
 
 
 def _read_all(store: Backend, keys: list[str], workers: int) -> Iterator[tuple[str, Stored | None]]:

@@ -20,59 +20,84 @@ import sys
 import uuid
 
 from docmem.backend import Backend
-from docmem.errors import StoreUnavailable
 from docmem.provider.transfer import encrypts, migrate, rollback
 from docmem.provider.transfer.plaintext import check_decryption
 from docmem.storage.registry import open_store
 
-from .bars import Bars, human_bytes
-from .parser import UsageError
-from .probe import contract_checks
-from .report import Reporter, counted
+from ..bars import Bars, human_bytes
+from ..checks import probe_destination
+from ..command import Command, UsageError
+from ..flags import add_output, add_workers
+from ..report import Reporter, counted
 
-__all__ = ["probe_destination", "run"]
-
-#: Concurrent writers in the preflight probe's race.
-_PROBE_WRITERS = 4
+__all__ = ["COMMAND"]
 
 
-def probe_destination(store: Backend) -> None:
-    """Raise unless ``store`` passes its probe (``docmem probe``'s checks)."""
-    if store.check_server(writers=_PROBE_WRITERS) is not None:
-        return  # its own checks passed (ConditionsNotHonoured names each that failed)
-    failed = [name for name, passed in contract_checks(store, _PROBE_WRITERS) if not passed]
-    if failed:
-        raise StoreUnavailable(
-            "the destination does not honour conditional writes as docmem needs them; "
-            f"failed: {'; '.join(failed)}"
+class Migrate(Command):
+    help = "move a store into an empty one under a fence, verified"
+
+    def configure(self, parser: argparse.ArgumentParser) -> None:
+        add_output(parser)
+        add_workers(parser, doing="read or written")
+        parser.add_argument("source", metavar="SRC", help="the store to move (it stays fenced)")
+        parser.add_argument("destination", metavar="DST", help="the empty store to move it into")
+        parser.add_argument(
+            "--id",
+            metavar="ID",
+            help="the migration's fence id; the same id resumes (default: new)",
         )
+        parser.add_argument(
+            "--rollback",
+            action="store_true",
+            help="lift the fence on SRC, unless DST has accepted writes since the import "
+            "(needs --id)",
+        )
+        parser.add_argument(
+            "--keep-export",
+            metavar="FILE",
+            help="keep the export file the migration wrote (mode 0600; plaintext, even from an "
+            "encrypted SRC)",
+        )
+        parser.add_argument(
+            "--read-back",
+            action="store_true",
+            help="verify by reading every copied document back, even where DST lists versions",
+        )
+        parser.add_argument(
+            "--decrypt",
+            action="store_true",
+            help="allow an encrypted SRC into a plaintext DST: every memory is stored there in "
+            "plaintext",
+        )
+
+    def run(self, arguments: argparse.Namespace, report: Reporter) -> int:
+        """Migrate SRC into DST, or with ``--rollback`` lift the fence on SRC."""
+        if arguments.rollback and arguments.id is None:
+            raise UsageError("--rollback needs the --id of the migration to roll back")
+        fence_id: str = arguments.id or _new_id()
+        report.note(fence_id=fence_id, rollback=arguments.rollback)
+        if arguments.id is None:
+            report.say(f"migration id {fence_id} (run again with --id {fence_id} to resume)")
+        source, destination = open_store(arguments.source), open_store(arguments.destination)
+        with source, destination:
+            try:
+                if arguments.rollback:
+                    return _rollback(source, destination, fence_id, arguments, report)
+                return _migrate(source, destination, fence_id, arguments, report)
+            except KeyboardInterrupt:
+                print(
+                    f"the migration stopped part-way: run it again with --id {fence_id} to go on",
+                    file=sys.stderr,
+                )
+                raise
+
+
+COMMAND = Migrate()
 
 
 def _new_id() -> str:
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     return f"mig-{stamp}-{uuid.uuid4().hex[:8]}"
-
-
-def run(arguments: argparse.Namespace, report: Reporter) -> int:
-    """Migrate SRC into DST, or with ``--rollback`` lift the fence on SRC."""
-    if arguments.rollback and arguments.id is None:
-        raise UsageError("--rollback needs the --id of the migration to roll back")
-    fence_id: str = arguments.id or _new_id()
-    report.note(fence_id=fence_id, rollback=arguments.rollback)
-    if arguments.id is None:
-        report.say(f"migration id {fence_id} (run again with --id {fence_id} to resume)")
-    source, destination = open_store(arguments.source), open_store(arguments.destination)
-    with source, destination:
-        try:
-            if arguments.rollback:
-                return _rollback(source, destination, fence_id, arguments, report)
-            return _migrate(source, destination, fence_id, arguments, report)
-        except KeyboardInterrupt:
-            print(
-                f"the migration stopped part-way: run it again with --id {fence_id} to go on",
-                file=sys.stderr,
-            )
-            raise
 
 
 def _refuse_decrypting(

@@ -59,13 +59,13 @@ typecheck: $(VENV)/.dev
 # One pytest run per distribution (plug-ins' test modules may share names with the
 # core's). Plug-in tests talk to real servers: scripts/with-test-servers starts
 # LocalStack, SeaweedFS, Azurite and fake-gcs-server on 127.0.0.1 while the core's tests
-# run (they need none), then runs the plug-ins' suites side by side (scripts/run-suites:
-# they mostly wait on their servers), and stops the servers, also on failure.
-PLUGIN_SUITES := $(foreach b,$(BACKENDS),'$(BIN)/python -m pytest $(b)/tests $(PYTEST_ARGS)')
+# run (they need none), then runs the plug-ins' suites, and stops the servers, also on
+# failure.
 pytest: $(VENV)/.dev
 ifneq ($(BACKENDS),)
 	scripts/with-test-servers --meanwhile '$(BIN)/python -m pytest tests $(PYTEST_ARGS)' \
-		env DOCMEM_REQUIRE_SERVERS=1 scripts/run-suites $(PLUGIN_SUITES)
+		env DOCMEM_REQUIRE_SERVERS=1 sh -c \
+		'for b in $(BACKENDS); do $(BIN)/python -m pytest "$$b/tests" $(PYTEST_ARGS) || exit 1; done'
 else
 	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
 endif

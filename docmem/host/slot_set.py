@@ -29,18 +29,18 @@ class SlotSet:
     """The slots, sorted by name (the order every batch and every answer keeps)."""
 
     def __init__(self, slots: Sequence[MemorySlot]) -> None:
-        names = [slot.name for slot in slots]
-        if len(set(names)) != len(names):
+        self._by_name = {slot.name: slot for slot in slots}
+        if len(self._by_name) != len(slots):
             raise InvalidArgument("two memory slots share a name")
         self.slots = sorted(slots, key=lambda slot: slot.name)
 
     def slot(self, name: str) -> MemorySlot:
         """The slot named ``name``, which a lock of this set names."""
-        return next(slot for slot in self.slots if slot.name == name)
+        return self._by_name[name]
 
     def find(self, name: str | None) -> MemorySlot | None:
         """The slot named ``name``, or ``None`` (a model may name anything)."""
-        return next((slot for slot in self.slots if slot.name == name), None)
+        return self._by_name.get(name) if name is not None else None
 
     def locks(self, scope_context: ScopeContext, app_root: str, node: str) -> tuple[SlotLock, ...]:
         """Every active slot's lock; ``scope_context`` was checked where it entered."""

@@ -223,11 +223,16 @@ class JwtVerifier:
         points to it, so an MCP host can discover where to get a token. The
         audience is checked here, so the SDK's own resource check stays off.
         """
+        # mcp 2.3 checks the resource itself unless told not to (``validate_token_resource``);
+        # 2.1, which strands-agents needs, has no such check and no such field.
+        own_check: dict[str, Any] = {}
+        if resource_url is not None and "validate_token_resource" in AuthSettings.model_fields:
+            own_check["validate_token_resource"] = False
         try:
             return AuthSettings(
                 issuer_url=self.issuer,  # type: ignore[arg-type]
                 resource_server_url=resource_url,  # type: ignore[arg-type]
-                validate_token_resource=False if resource_url is not None else None,
+                **own_check,
             )
         except ValueError:
             problem = "the issuer and the resource URL must be http(s) URLs"

@@ -22,12 +22,16 @@ ADAPTER_FILE_ROWS = (
     "pydantic-ai Agent.run, file://",
     "langchain invoke, file://",
     "langchain ainvoke, file://",
+    "google-adk Runner.run_async, file://",
+    "strands Agent.invoke_async, file://",
 )
 ADAPTER_S3_ROWS = (
     "openai-agents Runner.run, s3://",
     "pydantic-ai Agent.run, s3://",
     "langchain invoke, s3://",
     "langchain ainvoke, s3://",
+    "google-adk Runner.run_async, s3://",
+    "strands Agent.invoke_async, s3://",
     "turn start, 3 slots, MemoryRuntime.recall",
     "turn start, 3 slots, turn_started",
 )

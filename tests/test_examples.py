@@ -147,3 +147,26 @@ def test_the_langchain_example(tmp_path: Path) -> None:
     assert "              1: Lives in Berlin." in out
     assert "The checkpointed thread: 10 messages, 0 memory copies" in out
     assert "Memory: user" not in out.split("bob says")[1].split("The checkpointed thread")[0]
+
+
+def test_the_google_adk_example(tmp_path: Path) -> None:
+    out = run_example("with_google_adk.py", tmp_path)
+    assert "result    Saved as memory 0." in out
+    assert "result    Saved as memory 1." in out
+    assert f"result    {SMUGGLED}" in out
+    assert "call ids: adk-…, call_2" in out  # the model sent no id: ADK's stands in
+    assert "              1: Lives in Berlin." in out
+    assert "conversation-1's session: 10 events, 0 copies of memory" in out
+    assert "Memory: user" not in out.split("bob says")[1].split("conversation-1's session")[0]
+
+
+def test_the_strands_example(tmp_path: Path) -> None:
+    out = run_example("with_strands.py", tmp_path)
+    assert "result    Saved as memory 0." in out
+    assert "result    Saved as memory 1." in out  # call_1 again in a new invocation: a new save
+    assert f"result    {SMUGGLED}" in out
+    assert "memory    # Memory: user <!-- docmem:recall user -->" in out
+    assert "              1: Lives in Berlin." in out
+    assert "the session's files: " in out
+    assert ", 0 holding a memory copy" in out
+    assert "Memory: user" not in out.split("bob says")[1].split("alice's agent")[0]

@@ -13,7 +13,13 @@ hook alone:
   ``before_model_request``;
 * ``langchain``: ``create_agent(...).invoke`` on ``RecordingFakeChatModel``,
   ``DocmemMiddleware.wrap_model_call``; and the same agent through
-  ``ainvoke``, whose hook is ``awrap_model_call``.
+  ``ainvoke``, whose hook is ``awrap_model_call``;
+* ``google-adk``: ``Runner.run_async`` on ``docmem.testing.adk_model.ScriptedLlm``,
+  ``DocmemToolset.process_llm_request`` (a fresh session per run, made
+  before the clock starts, so every run is one call on an empty history);
+* ``strands``: ``Agent.invoke_async`` on ``docmem.testing.strands_model.ScriptedModel``,
+  ``DocmemPlugin``'s ``InvokeModelStage.Input`` middleware (the agent's
+  messages cleared before each run, untimed).
 
 The async runs share one event loop (and so its worker threads, as in a
 long-lived application). Each framework is imported only when its call is
@@ -68,6 +74,8 @@ FRAMEWORKS = (
     Framework("pydantic-ai", "pydantic-ai Agent.run", "before_model_request", "pydantic-ai-slim"),
     Framework("langchain", "langchain invoke", "wrap_model_call", "langchain"),
     Framework("langchain-async", "langchain ainvoke", "awrap_model_call", "langchain"),
+    Framework("google-adk", "google-adk Runner.run_async", "process_llm_request", "google-adk"),
+    Framework("strands", "strands Agent.invoke_async", "InvokeModelStage.Input", "strands-agents"),
 )
 
 INSTRUCTIONS = "You are the support agent."
@@ -347,11 +355,131 @@ class _LangChainAsync(_LangChain):
         return _timed(self._loop, once)
 
 
+# -- google-adk ---------------------------------------------------------------------
+
+
+class _GoogleADK:
+    def __init__(
+        self,
+        slots: Sequence[docmem.MemorySlot],
+        context: Trusted,
+        hook: bool,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        from google.adk.agents import LlmAgent
+        from google.adk.apps import App
+        from google.adk.models.llm_request import LlmRequest
+        from google.adk.runners import Runner
+        from google.adk.sessions import InMemorySessionService
+        from google.adk.tools.tool_context import ToolContext
+        from google.genai import types
+
+        from docmem.integrations.google_adk import DocmemToolset
+        from docmem.testing.adk_model import ScriptedLlm
+
+        class NoopToolset(DocmemToolset):
+            """docmem's tools, and a ``process_llm_request`` that leaves the request as it is."""
+
+            async def process_llm_request(
+                self, *, tool_context: ToolContext, llm_request: LlmRequest
+            ) -> None:
+                return None
+
+        kind = DocmemToolset if hook else NoopToolset
+        toolset = kind(slots, scope_context=lambda ctx: scope_of(Trusted(ctx.user_id)))
+        self._model = ScriptedLlm(script=[REPLY])
+        agent = LlmAgent(
+            name="support", model=self._model, instruction=INSTRUCTIONS, tools=[toolset]
+        )
+        self._sessions = InMemorySessionService()
+        self._runner = Runner(
+            app=App(name="bench", root_agent=agent), session_service=self._sessions
+        )
+        self._prompt = types.Content(role="user", parts=[types.Part.from_text(text=PROMPT)])
+        self._user = context.user
+        self._loop = loop
+
+    def run(self) -> float:
+        # Untimed: a fresh session (one call on an empty history) and a fresh script.
+        self._model.requests.clear()
+        session = self._loop.run_until_complete(
+            self._sessions.create_session(app_name="bench", user_id=self._user)
+        )
+
+        async def once() -> str:
+            reply = ""
+            async for event in self._runner.run_async(
+                user_id=self._user, session_id=session.id, new_message=self._prompt
+            ):
+                if event.content is not None and event.content.parts:
+                    reply = "".join(part.text or "" for part in event.content.parts)
+            return reply
+
+        return _timed(self._loop, once)
+
+    def copies(self) -> int:
+        requests = self._model.requests
+        contents = requests[-1].contents if requests else []
+        return _count([part.text for content in contents for part in content.parts or []])
+
+
+# -- strands ------------------------------------------------------------------------
+
+
+class _Strands:
+    def __init__(
+        self,
+        slots: Sequence[docmem.MemorySlot],
+        context: Trusted,
+        hook: bool,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        from strands import Agent
+        from strands.middleware import InvokeModelContext
+
+        from docmem.integrations.strands import DocmemPlugin
+        from docmem.testing.strands_model import ScriptedModel
+
+        class NoopPlugin(DocmemPlugin):
+            """docmem's tools and run identity, and a middleware that passes the call on."""
+
+            async def _before_model_call(self, context: InvokeModelContext) -> InvokeModelContext:
+                return context
+
+        kind = DocmemPlugin if hook else NoopPlugin
+        plugin = kind(slots, scope_context=lambda state: scope_of(state["trusted"]))
+        self._model = ScriptedModel()
+        self._agent = Agent(
+            self._model, system_prompt=INSTRUCTIONS, plugins=[plugin], callback_handler=None
+        )
+        self._state = {"trusted": context}
+        self._loop = loop
+
+    def run(self) -> float:
+        # Untimed: an empty conversation, this run's one answer, only this run's call kept.
+        self._agent.messages.clear()
+        self._model.calls.clear()
+        self._model.add(REPLY)
+
+        async def once() -> str:
+            result = await self._agent.invoke_async(PROMPT, invocation_state=self._state)
+            return str(result).strip()
+
+        return _timed(self._loop, once)
+
+    def copies(self) -> int:
+        calls = self._model.calls
+        messages = calls[-1].messages if calls else []
+        return _count([block.get("text") for message in messages for block in message["content"]])
+
+
 _BUILDERS: dict[str, Callable[..., OneCall]] = {
     "openai-agents": _OpenAIAgents,
     "pydantic-ai": _PydanticAI,
     "langchain": _LangChain,
     "langchain-async": _LangChainAsync,
+    "google-adk": _GoogleADK,
+    "strands": _Strands,
 }
 
 

@@ -46,8 +46,8 @@ store that never kept the whole promise may fail a newer suite.
 The suites need the ``test`` extra (pytest, hypothesis). ``import docmem``
 never imports this package, and this package imports the module behind each
 name below only when the name is first used, so
-:mod:`docmem.testing.langchain_model` and :mod:`docmem.testing.redaction`,
-which need neither, import without the extra.
+the scripted framework models and :mod:`docmem.testing.redaction`, which
+need neither, import without the extra.
 :mod:`docmem.testing.conformance` holds :class:`BackendTests`
 and its races, :mod:`docmem.testing.state_machine` the model-based test, and
 :mod:`docmem.testing.campaigns` the SIGKILL campaign harness (writer
@@ -56,9 +56,12 @@ processes killed mid-save) for stores on a local disk,
 :mod:`docmem.testing.volumes` a real tmpfs volume to unmount under a store;
 each is imported from its module. For framework adapters,
 :class:`AdapterTests` (:mod:`docmem.testing.adapters`) is the same kind of
-suite, run through the real framework, and
-:mod:`docmem.testing.langchain_model` a LangChain fake chat model that takes
-tools (imported only explicitly: it needs LangChain).
+suite, run through the real framework, with an offline model for each
+framework that ships none usable: :mod:`docmem.testing.langchain_model` (a
+LangChain fake chat model that takes tools),
+:mod:`docmem.testing.adk_model` (a Google ADK ``BaseLlm``) and
+:mod:`docmem.testing.strands_model` (a Strands ``Model``), each imported
+only explicitly, with its framework's extra alone.
 """
 
 from __future__ import annotations

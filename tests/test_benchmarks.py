@@ -24,6 +24,7 @@ ADAPTER_FILE_ROWS = (
     "langchain ainvoke, file://",
     "google-adk Runner.run_async, file://",
     "strands Agent.invoke_async, file://",
+    "llama-index FunctionAgent.run, file://",
 )
 ADAPTER_S3_ROWS = (
     "openai-agents Runner.run, s3://",
@@ -32,6 +33,7 @@ ADAPTER_S3_ROWS = (
     "langchain ainvoke, s3://",
     "google-adk Runner.run_async, s3://",
     "strands Agent.invoke_async, s3://",
+    "llama-index FunctionAgent.run, s3://",
     "turn start, 3 slots, MemoryRuntime.recall",
     "turn start, 3 slots, turn_started",
 )

@@ -170,3 +170,14 @@ def test_the_strands_example(tmp_path: Path) -> None:
     assert "the session's files: " in out
     assert ", 0 holding a memory copy" in out
     assert "Memory: user" not in out.split("bob says")[1].split("alice's agent")[0]
+
+
+def test_the_llama_index_example(tmp_path: Path) -> None:
+    out = run_example("with_llama_index.py", tmp_path)
+    assert "result    Saved as memory 0." in out
+    assert "result    Saved as memory 1." in out  # call_1 again in a new run: a new save
+    assert f"result    {SMUGGLED}" in out
+    assert "memory    # Memory: user <!-- docmem:recall user -->" in out
+    assert "              1: Lives in Berlin." in out
+    assert "conversation-1's chat store: 10 messages, 0 copies of memory" in out
+    assert "Memory: user" not in out.split("bob says")[1].split("conversation-1's chat store")[0]

@@ -19,7 +19,11 @@ hook alone:
   before the clock starts, so every run is one call on an empty history);
 * ``strands``: ``Agent.invoke_async`` on ``docmem.testing.strands_model.ScriptedModel``,
   ``DocmemPlugin``'s ``InvokeModelStage.Input`` middleware (the agent's
-  messages cleared before each run, untimed).
+  messages cleared before each run, untimed);
+* ``llama-index``: ``DocmemFunctionAgent.run`` on LlamaIndex's
+  ``MockFunctionCallingLLM``, its ``take_step`` (a fresh ``Context`` with the
+  trusted user and a fresh ``ChatMemoryBuffer`` per run, made before the
+  clock starts).
 
 The async runs share one event loop (and so its worker threads, as in a
 long-lived application). Each framework is imported only when its call is
@@ -76,6 +80,7 @@ FRAMEWORKS = (
     Framework("langchain-async", "langchain ainvoke", "awrap_model_call", "langchain"),
     Framework("google-adk", "google-adk Runner.run_async", "process_llm_request", "google-adk"),
     Framework("strands", "strands Agent.invoke_async", "InvokeModelStage.Input", "strands-agents"),
+    Framework("llama-index", "llama-index FunctionAgent.run", "take_step", "llama-index-core"),
 )
 
 INSTRUCTIONS = "You are the support agent."
@@ -473,6 +478,75 @@ class _Strands:
         return _count([block.get("text") for message in messages for block in message["content"]])
 
 
+# -- llama-index --------------------------------------------------------------------
+
+
+class _LlamaIndex:
+    def __init__(
+        self,
+        slots: Sequence[docmem.MemorySlot],
+        context: Trusted,
+        hook: bool,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        from llama_index.core.agent.workflow import AgentOutput, FunctionAgent
+        from llama_index.core.base.llms.types import ChatMessage
+        from llama_index.core.llms.mock import MockFunctionCallingLLM
+        from llama_index.core.memory import BaseMemory, ChatMemoryBuffer
+        from llama_index.core.tools import AsyncBaseTool
+        from llama_index.core.workflow import Context
+
+        from docmem.integrations.llama_index import DocmemFunctionAgent, set_trusted
+
+        class NoopAgent(DocmemFunctionAgent):
+            """docmem's tools, and FunctionAgent's own step: the input goes out as it is."""
+
+            async def take_step(
+                self,
+                ctx: Any,
+                llm_input: list[ChatMessage],
+                tools: Sequence[AsyncBaseTool],
+                memory: BaseMemory,
+            ) -> AgentOutput:
+                return await FunctionAgent.take_step(self, ctx, llm_input, tools, memory)
+
+        sent: list[list[ChatMessage]] = [[]]
+
+        def respond(messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
+            sent[0] = list(messages)
+            return ChatMessage(role="assistant", content=REPLY)
+
+        kind = DocmemFunctionAgent if hook else NoopAgent
+        self._agent = kind(
+            slots,
+            scope_context=lambda user: scope_of(Trusted(user)),
+            llm=MockFunctionCallingLLM(response_generator=respond),
+            system_prompt=INSTRUCTIONS,
+            streaming=False,
+        )
+        self._sent = sent
+        self._new_context = Context
+        self._new_memory = ChatMemoryBuffer.from_defaults
+        self._set_trusted = set_trusted
+        self._user = context.user
+        self._loop = loop
+
+    def run(self) -> float:
+        # Untimed: this run's Context (the trusted user set in it) and an empty memory.
+        ctx = self._new_context(self._agent)
+        self._loop.run_until_complete(self._set_trusted(ctx, self._user))
+        memory = self._new_memory()
+
+        async def once() -> str:
+            result = await self._agent.run(PROMPT, ctx=ctx, memory=memory)
+            return str(result).strip()
+
+        return _timed(self._loop, once)
+
+    def copies(self) -> int:
+        return _count([message.content for message in self._sent[0]])
+
+
 _BUILDERS: dict[str, Callable[..., OneCall]] = {
     "openai-agents": _OpenAIAgents,
     "pydantic-ai": _PydanticAI,
@@ -480,6 +554,7 @@ _BUILDERS: dict[str, Callable[..., OneCall]] = {
     "langchain-async": _LangChainAsync,
     "google-adk": _GoogleADK,
     "strands": _Strands,
+    "llama-index": _LlamaIndex,
 }
 
 

@@ -207,6 +207,16 @@ class AdapterTests:
         """The adapter under test, in its framework, on ``slots``."""
         raise NotImplementedError
 
+    def tool_name(self, name: str) -> str:
+        """The name the framework offers docmem's tool ``name`` as (the one the model calls).
+
+        docmem's own name by default. A framework that rewrites tool names
+        (CrewAI offers ``user__save_memory`` as ``user_save_memory``)
+        overrides this with its rule; every tool the suite scripts or checks
+        goes through it. docmem's sentences keep docmem's names.
+        """
+        return name
+
     # -- fixtures and helpers ---------------------------------------------------------
 
     @pytest.fixture
@@ -258,9 +268,10 @@ class AdapterTests:
         turn = self.harness(store).run(alice, "Hi", [Reply("Hello.")])
         specs = MemoryRuntime(self.slots(store)).tool_specs()
         tools = turn.calls[0].tools
-        assert set(tools) == set(specs) == {"user__save_memory", "user__remove_memory"}
+        assert set(specs) == {"user__save_memory", "user__remove_memory"}
+        assert set(tools) == {self.tool_name(name) for name in specs}
         for name, spec in specs.items():
-            seen = tools[name]
+            seen = tools[self.tool_name(name)]
             assert seen.description == spec.description
             assert seen.description.startswith("The user memory.\n\n")
             for key in ("type", "properties", "required", "additionalProperties"):
@@ -277,7 +288,9 @@ class AdapterTests:
             alice,
             "I moved to Lisbon.",
             [
-                ToolCall("user__save_memory", {"text": "Lives in Lisbon."}, "call_1"),
+                ToolCall(
+                    self.tool_name("user__save_memory"), {"text": "Lives in Lisbon."}, "call_1"
+                ),
                 Reply("Noted."),
             ],
         )
@@ -317,7 +330,10 @@ class AdapterTests:
         first = harness.run(
             alice,
             "Remember cake.",
-            [ToolCall("user__save_memory", {"text": "Likes cake."}, "call_1"), Reply("Sure.")],
+            [
+                ToolCall(self.tool_name("user__save_memory"), {"text": "Likes cake."}, "call_1"),
+                Reply("Sure."),
+            ],
         )
         harness.run(alice, "Thanks", [Reply("Welcome.")])
         shown = {text for call in first.calls for text in _copies(call)}
@@ -353,7 +369,11 @@ class AdapterTests:
             alice,
             "Save it for bob",
             [
-                ToolCall("user__save_memory", {"text": "Owned.", "user_id": "bob"}, "call_1"),
+                ToolCall(
+                    self.tool_name("user__save_memory"),
+                    {"text": "Owned.", "user_id": "bob"},
+                    "call_1",
+                ),
                 Reply("Could not."),
             ],
         )
@@ -369,7 +389,10 @@ class AdapterTests:
         harness = self.harness(store)
         store.reads = 0
         turn = harness.run(TrustedContext(None), "Hi", [Reply("Hello.")])
-        assert not [name for name in turn.calls[0].tools if name.startswith("user__")]
+        memory_tools = {
+            self.tool_name(name) for name in ("user__save_memory", "user__remove_memory")
+        }
+        assert not set(turn.calls[0].tools) & memory_tools
         assert _copies(turn.calls[0]) == []
         assert store.reads == 0
 
@@ -380,13 +403,15 @@ class AdapterTests:
     ) -> None:
         alice = TrustedContext("alice")
         harness = self.harness(store)
-        save_a = ToolCall("user__save_memory", {"text": "A."}, "call_1")
+        save_a = ToolCall(self.tool_name("user__save_memory"), {"text": "A."}, "call_1")
         first = harness.run(alice, "One", [save_a, save_a, Reply("Done.")])
         tool_texts = [text for call in first.calls for text in call.texts("tool")]
         assert "Saved as memory 0." in tool_texts
         assert "Already saved as memory 0." not in tool_texts  # a replay, not a duplicate
         second = harness.run(
-            alice, "Two", [ToolCall("user__save_memory", {"text": "B."}, "call_1"), Reply("Ok.")]
+            alice,
+            "Two",
+            [ToolCall(self.tool_name("user__save_memory"), {"text": "B."}, "call_1"), Reply("Ok.")],
         )
         assert "Saved as memory 1." in second.calls[1].texts("tool")
         document = self.memory(store, alice).read()
@@ -405,9 +430,11 @@ class AdapterTests:
             alice,
             "Keep these",
             [
-                ToolCall("user__save_memory", {"text": "AKIAIOSFODNN7EXAMPLE"}, "call_1"),
-                ToolCall("user__save_memory", {"text": "x" * 110}, "call_2"),
-                ToolCall("user__remove_memory", {"index": 7}, "call_3"),
+                ToolCall(
+                    self.tool_name("user__save_memory"), {"text": "AKIAIOSFODNN7EXAMPLE"}, "call_1"
+                ),
+                ToolCall(self.tool_name("user__save_memory"), {"text": "x" * 110}, "call_2"),
+                ToolCall(self.tool_name("user__remove_memory"), {"index": 7}, "call_3"),
                 Reply("Done."),
             ],
         )
@@ -429,7 +456,7 @@ class AdapterTests:
         for context in (one, two):
             self.memory(store, context).save("Prefers tea.")
         script: list[Step] = [
-            ToolCall("user__save_memory", {"text": "Likes jazz."}, "call_1"),
+            ToolCall(self.tool_name("user__save_memory"), {"text": "Likes jazz."}, "call_1"),
             Reply("Noted."),
         ]
         harness = self.harness(store)
@@ -450,7 +477,11 @@ class AdapterTests:
                             who,
                             "Remember me",
                             [
-                                ToolCall("user__save_memory", {"text": f"I am {who.user}."}, "c1"),
+                                ToolCall(
+                                    self.tool_name("user__save_memory"),
+                                    {"text": f"I am {who.user}."},
+                                    "c1",
+                                ),
                                 Reply("Done."),
                             ],
                         )
@@ -479,7 +510,11 @@ class AdapterTests:
             alice,
             "Plan",
             [
-                ToolCall("channel__save_memory", {"text": "Freeze on Thursday."}, "call_1"),
+                ToolCall(
+                    self.tool_name("channel__save_memory"),
+                    {"text": "Freeze on Thursday."},
+                    "call_1",
+                ),
                 Reply("Planned."),
             ],
         )
@@ -488,10 +523,13 @@ class AdapterTests:
         assert _copies(turn.calls[0]) == expected
         assert _copies(turn.calls[1]) == self.expected(store, alice, "user", "channel")
         assert set(turn.calls[0].tools) >= {
-            "channel__save_memory",
-            "channel__remove_memory",
-            "user__save_memory",
-            "user__remove_memory",
+            self.tool_name(name)
+            for name in (
+                "channel__save_memory",
+                "channel__remove_memory",
+                "user__save_memory",
+                "user__remove_memory",
+            )
         }
 
     # -- logs -----------------------------------------------------------------------------
@@ -503,9 +541,15 @@ class AdapterTests:
         caplog.set_level(logging.DEBUG)  # every logger, the framework's own included
         harness = self.harness(store, max_characters=300)
         script: list[Step] = [
-            ToolCall("user__save_memory", {"text": CANARY}, "call_1"),
-            ToolCall("user__save_memory", {"text": f"{CANARY} x", "user_id": "x"}, "call_2"),
-            ToolCall("user__save_memory", {"text": CANARY * 20}, "call_3"),  # memory is full
+            ToolCall(self.tool_name("user__save_memory"), {"text": CANARY}, "call_1"),
+            ToolCall(
+                self.tool_name("user__save_memory"),
+                {"text": f"{CANARY} x", "user_id": "x"},
+                "call_2",
+            ),
+            ToolCall(
+                self.tool_name("user__save_memory"), {"text": CANARY * 20}, "call_3"
+            ),  # memory is full
             Reply("Done."),
         ]
         harness.run(who, "Remember", script)

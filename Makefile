@@ -13,7 +13,16 @@ FOUND    := $(patsubst %/pyproject.toml,%,$(wildcard backends/*/pyproject.toml))
 BACKENDS := $(filter backends/docmem-s3,$(FOUND)) $(filter-out backends/docmem-s3,$(FOUND))
 PACKAGES := docmem $(foreach b,$(BACKENDS),$(wildcard $(b)/docmem_*))
 
-.PHONY: demo test check lint typecheck pytest bench bench-peers install clean
+.PHONY: demo test check lint typecheck pytest crewai-tests bench bench-peers install clean
+
+# CrewAI pins openai 2.x and mcp 1.x, which the other frameworks' pins exclude, and
+# weighs about 1 GB: its adapter is type-checked and tested in a venv of its own. The venv
+# lives under ~/.cache, named by a hash of what goes into it (constraints-crewai.txt and
+# pyproject.toml), so a fresh clone on the same machine reuses it; docmem itself is
+# imported from this checkout (PYTHONPATH), never from the copy installed there.
+CREWAI_KEY  := $(shell cat constraints-crewai.txt pyproject.toml | sha256sum | cut -c1-16)
+CREWAI_VENV ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/docmem/venv-crewai-$(CREWAI_KEY)
+CREWAI_RUN  := PYTHONPATH=$(CURDIR) $(CREWAI_VENV)/bin/python
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +43,23 @@ $(VENV)/.dev: $(BIN)/python pyproject.toml constraints.txt $(wildcard backends/*
 
 install: $(VENV)/.dev
 
+# Built beside its final name and moved there whole, so a run that stops half-way (or
+# another run building the same venv) never leaves a broken one behind. Only `python -m`
+# is used in it: the scripts' first lines would name the temporary directory.
+$(CREWAI_VENV)/.ready:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+		echo "the CrewAI tests need Python 3.11 or newer: make PYTHON=python3.11 test"; exit 1; }
+	rm -rf $(CREWAI_VENV).partial
+	$(PYTHON) -m venv $(CREWAI_VENV).partial
+	$(CREWAI_VENV).partial/bin/python -m pip install --quiet --disable-pip-version-check \
+		-c constraints-crewai.txt '.[crewai,test]' mypy types-tqdm
+	touch $(CREWAI_VENV).partial/.ready
+	test -e $(CREWAI_VENV)/.ready || { rm -rf $(CREWAI_VENV); mv -T $(CREWAI_VENV).partial $(CREWAI_VENV); }
+	rm -rf $(CREWAI_VENV).partial
+	@# Older keys' venvs (about 1 GB each), unless one was made in the last hour (another run's).
+	find $(dir $(CREWAI_VENV)) -maxdepth 1 -name 'venv-crewai-*' ! -name '$(notdir $(CREWAI_VENV))' \
+		-mmin +60 -exec rm -rf {} +
+
 ## make demo: the scripted two-session agent on the default store file://./.docmem
 demo: $(VENV)/.core
 	$(BIN)/python examples/quickstart.py
@@ -52,6 +78,7 @@ lint: $(VENV)/.dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# CrewAI's modules are type-checked in its venv, by crewai-tests (pyproject.toml excludes them here).
 typecheck: $(VENV)/.dev
 	$(BIN)/mypy --strict $(PACKAGES)
 	$(BIN)/mypy --strict examples benchmarks
@@ -59,16 +86,25 @@ typecheck: $(VENV)/.dev
 # One pytest run per distribution (plug-ins' test modules may share names with the
 # core's). Plug-in tests talk to real servers: scripts/with-test-servers starts
 # LocalStack, SeaweedFS, Azurite and fake-gcs-server on 127.0.0.1 while the core's tests
-# run (they need none), then runs the plug-ins' suites, and stops the servers, also on
-# failure.
+# and then CrewAI's run (they need none), then runs the plug-ins' suites, and stops the
+# servers, also on failure.
 pytest: $(VENV)/.dev
 ifneq ($(BACKENDS),)
-	scripts/with-test-servers --meanwhile '$(BIN)/python -m pytest tests $(PYTEST_ARGS)' \
+	scripts/with-test-servers \
+		--meanwhile '$(BIN)/python -m pytest tests $(PYTEST_ARGS) && $(MAKE) --no-print-directory crewai-tests' \
 		env DOCMEM_REQUIRE_SERVERS=1 sh -c \
 		'for b in $(BACKENDS); do $(BIN)/python -m pytest "$$b/tests" $(PYTEST_ARGS) || exit 1; done'
 else
 	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory crewai-tests
 endif
+
+## make crewai-tests: the CrewAI adapter's type check and tests, in CrewAI's venv (make test
+## runs it after the core's tests, while the servers start)
+crewai-tests: $(CREWAI_VENV)/.ready
+	$(CREWAI_RUN) -m mypy --strict docmem/integrations/crewai.py docmem/testing/crewai_model.py \
+		examples/with_crewai.py
+	$(CREWAI_RUN) -m pytest tests/crewai $(PYTEST_ARGS)
 
 ## make bench: the benchmarks, printed as ratios against raw baselines
 bench: $(VENV)/.dev
@@ -76,6 +112,8 @@ bench: $(VENV)/.dev
 	$(BIN)/python benchmarks/telemetry.py
 	$(BIN)/python benchmarks/startup.py
 	scripts/with-test-servers sh -c '$(BIN)/python benchmarks/s3.py && $(BIN)/python benchmarks/hot_scope.py && $(BIN)/python benchmarks/fsspec_store.py && $(BIN)/python benchmarks/adapters.py && $(BIN)/python benchmarks/encryption.py && $(BIN)/python benchmarks/transfer.py'
+	$(MAKE) --no-print-directory $(CREWAI_VENV)/.ready
+	$(CREWAI_RUN) benchmarks/adapters.py    # CrewAI's file:// row, in its venv (no docmem-s3 there)
 
 ## make bench-peers: docmem beside LangGraph, Pydantic AI Harness and Anthropic's memory
 ## tool, in their own venv (PEERS_ARGS=--quick for a smoke run; not part of make test)
@@ -91,5 +129,5 @@ bench-peers: $(PEERS_VENV)/.installed
 	scripts/with-test-servers $(PEERS_VENV)/bin/python benchmarks/peers.py $(PEERS_ARGS)
 
 clean:
-	rm -rf $(VENV) $(PEERS_VENV) .docmem .pytest_cache .mypy_cache .ruff_cache .hypothesis \
+	rm -rf $(VENV) $(PEERS_VENV) $(CREWAI_VENV) .docmem .pytest_cache .mypy_cache .ruff_cache .hypothesis \
 		localstack/.venv scripts/.venv

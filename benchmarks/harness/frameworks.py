@@ -23,7 +23,11 @@ hook alone:
 * ``llama-index``: ``DocmemFunctionAgent.run`` on LlamaIndex's
   ``MockFunctionCallingLLM``, its ``take_step`` (a fresh ``Context`` with the
   trusted user and a fresh ``ChatMemoryBuffer`` per run, made before the
-  clock starts).
+  clock starts);
+* ``crewai``: a standalone ``Agent.kickoff`` on ``docmem.testing.crewai_model.ScriptedLLM``
+  inside ``DocmemMemory.scope``, its ``before_llm_call`` hook. CrewAI runs
+  in a venv of its own (``make bench`` runs this script there too, where
+  the other frameworks' rows are skipped as not installed).
 
 The async runs share one event loop (and so its worker threads, as in a
 long-lived application). Each framework is imported only when its call is
@@ -35,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
+import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
@@ -81,6 +86,7 @@ FRAMEWORKS = (
     Framework("google-adk", "google-adk Runner.run_async", "process_llm_request", "google-adk"),
     Framework("strands", "strands Agent.invoke_async", "InvokeModelStage.Input", "strands-agents"),
     Framework("llama-index", "llama-index FunctionAgent.run", "take_step", "llama-index-core"),
+    Framework("crewai", "crewai Agent.kickoff", "before_llm_call", "crewai"),
 )
 
 INSTRUCTIONS = "You are the support agent."
@@ -547,6 +553,58 @@ class _LlamaIndex:
         return _count([message.content for message in self._sent[0]])
 
 
+# -- crewai -------------------------------------------------------------------------
+
+
+class _CrewAI:
+    def __init__(
+        self,
+        slots: Sequence[docmem.MemorySlot],
+        context: Trusted,
+        hook: bool,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")  # offline: nothing to upload
+        os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
+        from crewai import Agent  # type: ignore[import-not-found, unused-ignore]  # its own venv
+
+        from docmem.integrations.crewai import DocmemMemory
+        from docmem.testing.crewai_model import ScriptedLLM
+
+        class NoopMemory(DocmemMemory):
+            """docmem's tools and scope, and a ``before_llm_call`` hook doing nothing."""
+
+            def _before_model_call(self, context: Any) -> None:
+                return None
+
+        kind = DocmemMemory if hook else NoopMemory
+        self._memory = kind(slots)
+        self._model = ScriptedLLM()
+        self._agent = Agent(
+            role="support",
+            goal="Answer the user.",
+            backstory=INSTRUCTIONS,
+            llm=self._model,
+            tools=[*self._memory.tools],
+        )
+        self._scope = scope_of(context)
+
+    def run(self) -> float:
+        self._model.calls.clear()  # untimed: keep only this run's call, script its answer
+        self._model.add(REPLY)
+        with self._memory.scope(self._scope):
+            start = time.perf_counter_ns()
+            result = self._agent.kickoff(PROMPT)
+            elapsed = (time.perf_counter_ns() - start) / 1e9
+        _check_reply(str(result.raw).strip())
+        return elapsed
+
+    def copies(self) -> int:
+        calls = self._model.calls
+        messages = calls[-1].messages if calls else []
+        return _count([str(message.get("content") or "") for message in messages])
+
+
 _BUILDERS: dict[str, Callable[..., OneCall]] = {
     "openai-agents": _OpenAIAgents,
     "pydantic-ai": _PydanticAI,
@@ -555,6 +613,7 @@ _BUILDERS: dict[str, Callable[..., OneCall]] = {
     "google-adk": _GoogleADK,
     "strands": _Strands,
     "llama-index": _LlamaIndex,
+    "crewai": _CrewAI,
 }
 
 

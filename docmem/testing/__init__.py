@@ -59,8 +59,9 @@ each is imported from its module. For framework adapters,
 suite, run through the real framework, with an offline model for each
 framework that ships none usable: :mod:`docmem.testing.langchain_model` (a
 LangChain fake chat model that takes tools),
-:mod:`docmem.testing.adk_model` (a Google ADK ``BaseLlm``) and
-:mod:`docmem.testing.strands_model` (a Strands ``Model``), each imported
+:mod:`docmem.testing.adk_model` (a Google ADK ``BaseLlm``),
+:mod:`docmem.testing.strands_model` (a Strands ``Model``) and
+:mod:`docmem.testing.crewai_model` (a CrewAI ``BaseLLM``), each imported
 only explicitly, with its framework's extra alone.
 """
 

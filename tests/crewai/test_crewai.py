@@ -25,6 +25,7 @@ from crewai.hooks.dispatch import HookAborted, InterceptionPoint, get_scoped_hoo
 from crewai.memory.unified_memory import Memory
 from crewai.state.checkpoint_config import CheckpointConfig
 from crewai.tools import BaseTool
+from traced import docmem_spans
 
 import docmem
 from docmem.host.injection import user_text
@@ -724,25 +725,14 @@ def test_the_crewai_model_needs_no_test_tools() -> None:
 
 
 _TRACED = """
-import json, warnings
+import warnings
 warnings.simplefilter("ignore")
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-exporter = InMemorySpanExporter()
-provider = TracerProvider()
-provider.add_span_processor(SimpleSpanProcessor(exporter))
-trace.set_tracer_provider(provider)
 
 import docmem
 from crewai import Agent, Crew, Task
-from docmem import telemetry
 from docmem.integrations.crewai import DocmemMemory
 from docmem.testing.crewai_model import ScriptedLLM, tool_call
 
-telemetry.configure(tracer_provider=provider)
 store = docmem.open_store("memory://")
 slot = docmem.MemorySlot("user", docmem.FileMemory(store), scope=docmem.by_principal,
                          namespace="tests:crewai:otel")
@@ -754,31 +744,11 @@ scope = docmem.ScopeContext(principal=docmem.Principal("user", "idp", "alice"))
 with trace.get_tracer("app").start_as_current_span("handle request"):
     with memory.scope(scope):
         crew.kickoff()
-spans = exporter.get_finished_spans()
-by_id = {span.context.span_id: span for span in spans}
-
-def ancestors(span):
-    names = []
-    while span.parent is not None and span.parent.span_id in by_id:
-        span = by_id[span.parent.span_id]
-        names.append(span.name)
-    return names
-
-mine = [span for span in spans if span.name in ("docmem.recall", "docmem.save")]
-print(json.dumps([[span.name, *ancestors(span)] for span in mine]))
 """
 
 
 @pytest.mark.process
 def test_docmems_spans_are_children_of_the_span_around_the_run() -> None:
-    done = subprocess.run(
-        [sys.executable, "-B", "-c", _TRACED],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = docmem_spans(_TRACED)
     assert sorted(names[0] for names in found) == ["docmem.recall", "docmem.recall", "docmem.save"]
     assert all(names[-1] == "handle request" for names in found), found

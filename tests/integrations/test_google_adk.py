@@ -24,6 +24,7 @@ from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService, Session
 from google.adk.tools.agent_tool import AgentTool
 from google.genai import types
+from traced import docmem_spans
 
 import docmem
 from docmem.integrations.google_adk import DocmemToolset, Placement
@@ -790,16 +791,6 @@ def test_the_scripted_model_needs_no_test_tools() -> None:
 
 
 TRACED_TURN = """
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-exporter = InMemorySpanExporter()
-provider = TracerProvider()
-provider.add_span_processor(SimpleSpanProcessor(exporter))
-trace.set_tracer_provider(provider)  # ADK's spans and docmem's, one provider
-
 from google.adk.agents import LlmAgent
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
@@ -821,27 +812,18 @@ runner = Runner(agent=agent, app_name="otel", session_service=InMemorySessionSer
                 auto_create_session=True)
 ask = types.Content(role="user", parts=[types.Part.from_text(text="Tea")])
 list(runner.run(user_id="alice", session_id="s", new_message=ask))
-
-spans = exporter.get_finished_spans()
-by_id = {span.context.span_id: span for span in spans}
-for span in spans:
-    if span.instrumentation_scope.name == "docmem" and span.name in ("docmem.recall",
-                                                                     "docmem.save"):
-        ancestors, parent = [], span.parent
-        while parent is not None and parent.span_id in by_id:
-            ancestors.append(by_id[parent.span_id])
-            parent = by_id[parent.span_id].parent
-        adk = [a.name for a in ancestors if a.instrumentation_scope.name != "docmem"]
-        print(span.name, "|", " < ".join(adk))
 """
 
 
 @pytest.mark.process
 def test_docmems_spans_are_children_of_adks() -> None:
-    lines = python(TRACED_TURN).splitlines()
-    assert lines == [
-        "docmem.recall | invoke_agent assistant < invoke_workflow assistant",
-        "docmem.save | execute_tool user__save_memory < invoke_agent assistant"
-        " < invoke_workflow assistant",
-        "docmem.recall | invoke_agent assistant < invoke_workflow assistant",
+    assert docmem_spans(TRACED_TURN) == [
+        ["docmem.recall", "invoke_agent assistant", "invoke_workflow assistant"],
+        [
+            "docmem.save",
+            "execute_tool user__save_memory",
+            "invoke_agent assistant",
+            "invoke_workflow assistant",
+        ],
+        ["docmem.recall", "invoke_agent assistant", "invoke_workflow assistant"],
     ]

@@ -29,6 +29,7 @@ from llama_index.core.storage.chat_store.sql import SQLAlchemyChatStore
 from llama_index.core.tools import BaseTool, FunctionTool, ToolMetadata
 from llama_index.core.workflow import Context
 from pydantic import BaseModel, ConfigDict
+from traced import docmem_spans
 
 import docmem
 from docmem.integrations.llama_index import (
@@ -785,24 +786,13 @@ def test_importing_docmem_never_imports_llama_index() -> None:
 
 
 _TRACED = """
-import asyncio, json
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+import asyncio
 from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.workflow import Context
 
 import docmem
-from docmem import telemetry
 from docmem.integrations.llama_index import DocmemFunctionAgent, set_trusted
-
-exporter = InMemorySpanExporter()
-provider = TracerProvider()
-provider.add_span_processor(SimpleSpanProcessor(exporter))
-trace.set_tracer_provider(provider)
-telemetry.configure(tracer_provider=provider)
 
 answers = [ChatMessage(role="assistant", blocks=[ToolCallBlock(
     tool_call_id="call_1", tool_name="user__save_memory", tool_kwargs={"text": "Likes tea."})]),
@@ -822,31 +812,11 @@ async def main():
         await agent.run("Hi", ctx=ctx)
 
 asyncio.run(main())
-spans = exporter.get_finished_spans()
-by_id = {span.context.span_id: span for span in spans}
-
-def ancestors(span):
-    names = []
-    while span.parent is not None and span.parent.span_id in by_id:
-        span = by_id[span.parent.span_id]
-        names.append(span.name)
-    return names
-
-mine = [span for span in spans if span.name in ("docmem.recall", "docmem.save")]
-print(json.dumps(sorted([span.name, *ancestors(span)] for span in mine)))
 """
 
 
 @pytest.mark.process
 def test_docmems_spans_are_children_of_the_span_current_at_the_run() -> None:
-    done = subprocess.run(
-        [sys.executable, "-B", "-c", _TRACED],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    found = json.loads(done.stdout.strip().splitlines()[-1])
-    assert [names[0] for names in found] == ["docmem.recall", "docmem.recall", "docmem.save"]
+    found = docmem_spans(_TRACED)
+    assert sorted(names[0] for names in found) == ["docmem.recall", "docmem.recall", "docmem.save"]
     assert all(names[-1] == "handle request" for names in found)

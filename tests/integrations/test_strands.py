@@ -27,6 +27,7 @@ from strands.tools.tools import PythonAgentTool
 from strands.types.content import Message, Messages
 from strands.types.tools import ToolResult, ToolUse
 from strands.vended_plugins.context_injector import ContextInjector
+from traced import docmem_spans
 
 import docmem
 from docmem.integrations.strands import DocmemPlugin, Position
@@ -672,24 +673,11 @@ def test_the_strands_model_needs_no_test_tools() -> None:
 
 
 _TRACED = """
-import json
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-exporter = InMemorySpanExporter()
-provider = TracerProvider()
-provider.add_span_processor(SimpleSpanProcessor(exporter))
-trace.set_tracer_provider(provider)  # Strands traces on the global provider
-
 import docmem
-from docmem import telemetry
 from docmem.integrations.strands import DocmemPlugin
 from docmem.testing.strands_model import ScriptedModel
 from strands import Agent
 
-telemetry.configure(tracer_provider=provider)
 store = docmem.open_store("memory://")
 slot = docmem.MemorySlot("user", docmem.FileMemory(store), scope=docmem.by_principal,
                          namespace="tests:strands:otel")
@@ -698,32 +686,12 @@ save = {"name": "user__save_memory", "input": {"text": "Likes tea."}, "toolUseId
 agent = Agent(ScriptedModel([save, "Ok."]), plugins=[memory], callback_handler=None)
 scope = docmem.ScopeContext(principal=docmem.Principal("user", "idp", "alice"))
 agent("Hi", invocation_state={"scope": scope})
-spans = exporter.get_finished_spans()
-by_id = {span.context.span_id: span for span in spans}
-
-def ancestors(span):
-    names = []
-    while span.parent is not None and span.parent.span_id in by_id:
-        span = by_id[span.parent.span_id]
-        names.append(span.name)
-    return names
-
-mine = [span for span in spans if span.name in ("docmem.recall", "docmem.save")]
-print(json.dumps([[span.name, *ancestors(span)] for span in mine]))
 """
 
 
 @pytest.mark.process
 def test_docmems_spans_are_children_of_strands_spans() -> None:
-    done = subprocess.run(
-        [sys.executable, "-B", "-c", _TRACED],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = docmem_spans(_TRACED)
     parents = sorted((names[0], names[1]) for names in found)
     assert parents == [  # one recall per model call, the save inside its tool's span
         ("docmem.recall", "execute_event_loop_cycle"),

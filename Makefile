@@ -104,7 +104,7 @@ endif
 crewai-tests: $(CREWAI_VENV)/.ready
 	$(CREWAI_RUN) -m mypy --strict docmem/integrations/crewai.py docmem/testing/crewai_model.py \
 		examples/with_crewai.py
-	$(CREWAI_RUN) -m pytest tests/crewai $(PYTEST_ARGS)
+	$(CREWAI_RUN) -m pytest tests/crewai_adapter $(PYTEST_ARGS)
 
 ## make bench: the benchmarks, printed as ratios against raw baselines
 bench: $(VENV)/.dev

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 
-# ``tests/`` is on sys.path, where this folder itself passes for a namespace package
-# named crewai: only an installed package (one with an __init__.py) counts.
-_spec = importlib.util.find_spec("crewai")
-if _spec is None or _spec.origin is None:
+if importlib.util.find_spec("crewai") is None:
     collect_ignore_glob = ["test_*.py"]
 else:
     import os

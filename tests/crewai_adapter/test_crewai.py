@@ -721,7 +721,8 @@ def test_the_crewai_model_needs_no_test_tools() -> None:
         "loaded = {'pytest', 'hypothesis'} & set(sys.modules)\n"
         "assert not loaded, loaded\n"
     )
-    subprocess.run([sys.executable, "-I", "-c", code], cwd=REPO, check=True, timeout=120)
+    # Not -I: in CrewAI's venv docmem is this checkout, found through PYTHONPATH.
+    subprocess.run([sys.executable, "-B", "-c", code], cwd=REPO, check=True, timeout=120)
 
 
 _TRACED = """

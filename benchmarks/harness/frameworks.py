@@ -37,7 +37,9 @@ built: a missing one is an :class:`ImportError` for that row alone.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import io
 import itertools
 import os
 import time
@@ -592,7 +594,8 @@ class _CrewAI:
     def run(self) -> float:
         self._model.calls.clear()  # untimed: keep only this run's call, script its answer
         self._model.add(REPLY)
-        with self._memory.scope(self._scope):
+        # CrewAI prints a panel per standalone kickoff: out of the report, on both sides alike.
+        with self._memory.scope(self._scope), contextlib.redirect_stdout(io.StringIO()):
             start = time.perf_counter_ns()
             result = self._agent.kickoff(PROMPT)
             elapsed = (time.perf_counter_ns() - start) / 1e9

@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -25,6 +23,7 @@ from crewai.hooks.dispatch import HookAborted, InterceptionPoint, get_scoped_hoo
 from crewai.memory.unified_memory import Memory
 from crewai.state.checkpoint_config import CheckpointConfig
 from crewai.tools import BaseTool
+from isolation import import_errors_without, loaded_test_tools
 from traced import docmem_spans
 
 import docmem
@@ -694,35 +693,17 @@ def test_text_tool_calling_gets_memory_but_crewai_drops_extra_arguments(
 
 # -- processes: imports and telemetry ------------------------------------------------
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 @pytest.mark.process
 def test_importing_docmem_never_imports_crewai() -> None:
-    code = (
-        "import sys, docmem, docmem.integrations, docmem.testing;"
-        "assert 'crewai' not in sys.modules, 'imported';"
-        "sys.modules['crewai'] = None\n"
-        "for name in ('docmem.integrations.crewai', 'docmem.testing.crewai_model'):\n"
-        " try:\n  __import__(name)\n"
-        " except ImportError as error:\n  print(error)\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-B", "-c", code], cwd=REPO, capture_output=True, text=True, check=True
-    )
-    assert out.stdout.count('pip install "agent-docmem[crewai]"') == 2
+    modules = ["docmem.integrations.crewai", "docmem.testing.crewai_model"]
+    errors = import_errors_without("crewai", modules)
+    assert "\n".join(errors).count('pip install "agent-docmem[crewai]"') == 2
 
 
 @pytest.mark.process
 def test_the_crewai_model_needs_no_test_tools() -> None:
-    code = (
-        "import sys\n"
-        "import docmem.testing.crewai_model\n"
-        "loaded = {'pytest', 'hypothesis'} & set(sys.modules)\n"
-        "assert not loaded, loaded\n"
-    )
-    # Not -I: in CrewAI's venv docmem is this checkout, found through PYTHONPATH.
-    subprocess.run([sys.executable, "-B", "-c", code], cwd=REPO, check=True, timeout=120)
+    assert loaded_test_tools("docmem.testing.crewai_model") == []
 
 
 _TRACED = """

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from pathlib import Path
@@ -24,6 +22,7 @@ from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService, Session
 from google.adk.tools.agent_tool import AgentTool
 from google.genai import types
+from isolation import import_errors_without, loaded_test_tools
 from traced import docmem_spans
 
 import docmem
@@ -750,44 +749,16 @@ def test_the_scripted_model_records_copies_and_says_when_its_script_ends(
 # -- packaging and telemetry ---------------------------------------------------------
 
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def python(code: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-B", "-c", code],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    return done.stdout
-
-
 @pytest.mark.process
 def test_importing_docmem_never_imports_adk_and_the_adapter_names_its_extra() -> None:
-    out = python(
-        "import sys, docmem, docmem.integrations, docmem.testing\n"
-        "assert 'google.adk' not in sys.modules, 'imported'\n"
-        "sys.modules['google.adk'] = None\n"
-        "for name in ('docmem.integrations.google_adk', 'docmem.testing.adk_model'):\n"
-        "    try:\n"
-        "        __import__(name)\n"
-        "    except ImportError as error:\n"
-        "        print(error)\n"
-    )
-    assert out.count('pip install "agent-docmem[google-adk]"') == 2
+    modules = ["docmem.integrations.google_adk", "docmem.testing.adk_model"]
+    errors = import_errors_without("google.adk", modules)
+    assert "\n".join(errors).count('pip install "agent-docmem[google-adk]"') == 2
 
 
 @pytest.mark.process
 def test_the_scripted_model_needs_no_test_tools() -> None:
-    out = python(
-        "import sys\n"
-        "import docmem.testing.adk_model\n"
-        "print(sorted({'pytest', 'hypothesis'} & set(sys.modules)))\n"
-    )
-    assert out.strip() == "[]"
+    assert loaded_test_tools("docmem.testing.adk_model") == []
 
 
 TRACED_TURN = """

@@ -12,14 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import subprocess
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
 import pytest
+from isolation import import_errors_without
 from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent, ToolCall
 from llama_index.core.base.llms.types import ChatMessage, TextBlock, ToolCallBlock
 from llama_index.core.llms.mock import MockFunctionCallingLLM
@@ -60,7 +59,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince211"),
 ]
 
-REPO = Path(__file__).resolve().parents[2]
 SYSTEM = "You are a careful assistant."
 NS = "tests:llama-index:user"
 Resolver = Callable[[TrustedContext], "docmem.ScopeContext | None"]
@@ -772,17 +770,8 @@ def test_an_agent_workflow_runs_the_memory_agent_and_hands_off_without_memory(
 
 @pytest.mark.process
 def test_importing_docmem_never_imports_llama_index() -> None:
-    code = (
-        "import sys, docmem, docmem.integrations, docmem.testing;"
-        "assert 'llama_index' not in sys.modules, 'imported';"
-        "sys.modules['llama_index'] = None\n"
-        "try:\n import docmem.integrations.llama_index\n"
-        "except ImportError as error:\n print(error)\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-B", "-c", code], cwd=REPO, capture_output=True, text=True, check=True
-    )
-    assert 'pip install "agent-docmem[llama-index]"' in out.stdout
+    errors = import_errors_without("llama_index", ["docmem.integrations.llama_index"])
+    assert 'pip install "agent-docmem[llama-index]"' in "\n".join(errors)
 
 
 _TRACED = """

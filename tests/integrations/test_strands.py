@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from isolation import import_errors_without, loaded_test_tools
 from strands import Agent
 from strands.agent.conversation_manager import SlidingWindowConversationManager
 from strands.middleware import InvokeModelContext, InvokeModelStage
@@ -45,7 +44,6 @@ from docmem.testing.adapters import (
 )
 from docmem.testing.strands_model import RecordedCall, ScriptedModel
 
-REPO = Path(__file__).resolve().parents[2]
 SYSTEM = "You are a careful assistant."
 NS = "tests:strands:user"
 Resolver = Callable[[TrustedContext], "docmem.ScopeContext | None"]
@@ -647,29 +645,14 @@ def test_graph_nodes_share_the_invocations_scope_each_with_its_own_run(
 
 @pytest.mark.process
 def test_importing_docmem_never_imports_strands() -> None:
-    code = (
-        "import sys, docmem, docmem.integrations, docmem.testing;"
-        "assert 'strands' not in sys.modules, 'imported';"
-        "sys.modules['strands'] = None\n"
-        "for name in ('docmem.integrations.strands', 'docmem.testing.strands_model'):\n"
-        " try:\n  __import__(name)\n"
-        " except ImportError as error:\n  print(error)\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-B", "-c", code], cwd=REPO, capture_output=True, text=True, check=True
-    )
-    assert out.stdout.count('pip install "agent-docmem[strands]"') == 2
+    modules = ["docmem.integrations.strands", "docmem.testing.strands_model"]
+    errors = import_errors_without("strands", modules)
+    assert "\n".join(errors).count('pip install "agent-docmem[strands]"') == 2
 
 
 @pytest.mark.process
 def test_the_strands_model_needs_no_test_tools() -> None:
-    code = (
-        "import sys\n"
-        "import docmem.testing.strands_model\n"
-        "loaded = {'pytest', 'hypothesis'} & set(sys.modules)\n"
-        "assert not loaded, loaded\n"
-    )
-    subprocess.run([sys.executable, "-I", "-c", code], cwd=REPO, check=True, timeout=120)
+    assert loaded_test_tools("docmem.testing.strands_model") == []
 
 
 _TRACED = """

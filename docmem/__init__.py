@@ -30,7 +30,7 @@ from ._version import __version__ as __version__
 
 TYPE_CHECKING = False  # not typing's: importing typing costs more than all the rest
 if TYPE_CHECKING:
-    from .backend import Backend, Stored
+    from .backend import Backend, KeptVersion, Stored
     from .errors import (
         Cancelled,
         ConditionsNotHonoured,
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         DocmemError,
         DocumentCorrupt,
         ExportInvalid,
+        HistoryNotKept,
         IndexExhausted,
         InvalidArgument,
         InvalidScope,
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
         MutationConflict,
         PlaintextDocument,
         RecallBatchInvalid,
+        RevertRefused,
         ScopeFenced,
         SecretDetected,
         StoreBusy,
@@ -80,6 +82,7 @@ if TYPE_CHECKING:
     )
     from .provider.document import MemoryDocument
     from .provider.fencing import FenceReport, fence, unfence
+    from .provider.history import EntryChanges, KeptRevision
     from .provider.keys import LockedScope, lock_scope
     from .provider.memory import (
         BoundMemory,
@@ -88,6 +91,8 @@ if TYPE_CHECKING:
         MutationRecord,
         RecallMessage,
         RemoveResult,
+        RevertPlan,
+        RevertResult,
         SaveResult,
     )
     from .provider.protocol import (
@@ -97,6 +102,7 @@ if TYPE_CHECKING:
         RecalledItem,
         ToolsContext,
     )
+    from .provider.provenance import Provenance, Restored
     from .provider.retry import RetryPolicy
     from .provider.secrets import default_secret_filter
     from .provider.tools import Tool, ToolResult, ToolSpec
@@ -129,15 +135,19 @@ _WHERE = {
     "DocmemError": "errors",
     "DocumentCorrupt": "errors",
     "EncryptedStore": "storage.encryption",
+    "EntryChanges": "provider.history",
     "EraseResult": "provider.memory",
     "ExportInvalid": "errors",
     "ExportSummary": "provider.transfer",
     "FenceReport": "provider.fencing",
     "FileMemory": "provider.memory",
+    "HistoryNotKept": "errors",
     "ImportReport": "provider.transfer",
     "IndexExhausted": "errors",
     "InvalidArgument": "errors",
     "InvalidScope": "errors",
+    "KeptRevision": "provider.history",
+    "KeptVersion": "backend",
     "Keyring": "storage.encryption",
     "LedgerCache": "host.recall",
     "LimitExceeded": "errors",
@@ -154,6 +164,7 @@ _WHERE = {
     "Principal": "host.slot",
     "Progress": "storage.progress",
     "ProjectedRecall": "host.injection",
+    "Provenance": "provider.provenance",
     "RecallBatchInvalid": "errors",
     "RecallContext": "provider.protocol",
     "RecallLedger": "host.recall",
@@ -161,6 +172,10 @@ _WHERE = {
     "Recalled": "host.recall",
     "RecalledItem": "provider.protocol",
     "RemoveResult": "provider.memory",
+    "Restored": "provider.provenance",
+    "RevertPlan": "provider.memory",
+    "RevertRefused": "errors",
+    "RevertResult": "provider.memory",
     "RetryPolicy": "provider.retry",
     "SaveResult": "provider.memory",
     "ScopeContext": "host.slot",
@@ -217,15 +232,19 @@ __all__ = [
     "DocmemError",
     "DocumentCorrupt",
     "EncryptedStore",
+    "EntryChanges",
     "EraseResult",
     "ExportInvalid",
     "ExportSummary",
     "FenceReport",
     "FileMemory",
+    "HistoryNotKept",
     "ImportReport",
     "IndexExhausted",
     "InvalidArgument",
     "InvalidScope",
+    "KeptRevision",
+    "KeptVersion",
     "Keyring",
     "LedgerCache",
     "LimitExceeded",
@@ -242,6 +261,7 @@ __all__ = [
     "Principal",
     "Progress",
     "ProjectedRecall",
+    "Provenance",
     "RecallBatchInvalid",
     "RecallContext",
     "RecallLedger",
@@ -249,7 +269,11 @@ __all__ = [
     "Recalled",
     "RecalledItem",
     "RemoveResult",
+    "Restored",
     "RetryPolicy",
+    "RevertPlan",
+    "RevertRefused",
+    "RevertResult",
     "SaveResult",
     "ScopeContext",
     "ScopeFenced",

@@ -24,7 +24,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from .errors import InvalidArgument
+from .errors import HistoryNotKept, InvalidArgument
 from .storage import registry
 from .storage.registry import ENTRY_POINT_GROUP, open_store, register_backend
 
@@ -34,6 +34,7 @@ __all__ = [
     "Check",
     "ContendedKeys",
     "DelegatingBackend",
+    "KeptVersion",
     "LruCache",
     "PerProcess",
     "ServerChecks",
@@ -66,6 +67,20 @@ class Stored(msgspec.Struct, frozen=True):
 
     data: bytes
     version: str
+
+
+class KeptVersion(msgspec.Struct, frozen=True):
+    """One version of a key that a store keeps, as :meth:`Backend.history` lists it.
+
+    ``version`` is the token :meth:`Backend.read_version` takes (for the
+    current version, the one :meth:`Backend.read` reports); ``modified`` is
+    when the store wrote it, in seconds since the epoch, ``None`` if the store
+    does not say; ``size`` its stored bytes. Nothing here is content.
+    """
+
+    version: str
+    modified: float | None
+    size: int
 
 
 #: One check of a server's guarantees: what it checks, and whether it held.
@@ -156,6 +171,25 @@ class Backend(abc.ABC):
     def keys(self) -> Iterator[str]:
         """Every stored key, in no particular order (export and admin only)."""
 
+    def history(self, key: str) -> list[KeptVersion]:
+        """The versions of ``key`` this store keeps, oldest first, the current one last.
+
+        For an operator's ``docmem history`` and a revert (docs/design.md,
+        section 3.1): empty when nothing is stored under ``key``. A store
+        that keeps no older versions raises
+        :class:`~docmem.errors.HistoryNotKept` saying why in its own terms;
+        that is the default.
+        """
+        raise HistoryNotKept(f"{_scheme(self)} keeps no older versions of its documents")
+
+    def read_version(self, key: str, version: str) -> Stored | None:
+        """The bytes of one version :meth:`history` listed, or ``None`` once it is gone.
+
+        The default, for a store that keeps none, raises
+        :class:`~docmem.errors.HistoryNotKept` like :meth:`history`.
+        """
+        raise HistoryNotKept(f"{_scheme(self)} keeps no older versions of its documents")
+
     def listed_versions(self) -> Iterator[tuple[str, str]] | None:
         """Every stored key with its current version, in no particular order; ``None``: not offered.
 
@@ -224,6 +258,12 @@ class DelegatingBackend(Backend):
 
     def keys(self) -> Iterator[str]:
         return self._inner.keys()
+
+    def history(self, key: str) -> list[KeptVersion]:
+        return self._inner.history(key)
+
+    def read_version(self, key: str, version: str) -> Stored | None:
+        return self._inner.read_version(key, version)
 
     def listed_versions(self) -> Iterator[tuple[str, str]] | None:
         return self._inner.listed_versions()
@@ -316,6 +356,11 @@ if hasattr(os, "register_at_fork"):
 
 def _reopen(url: str, options: dict[str, Any]) -> Backend:
     return open_store(url, **options)
+
+
+def _scheme(store: Backend) -> str:
+    """``file://``, ``s3://``: how a message names a store without its URL's path or secrets."""
+    return f"{store.url.partition(':')[0] or 'this store'}://"
 
 
 def check_key(key: str) -> str:

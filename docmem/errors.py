@@ -27,6 +27,8 @@ values: only ids, revisions, sizes, counts and codes.
     ├── ScopeFenced               scope_fenced
     ├── ExportInvalid             export_invalid         (docmem export files)
     ├── TransferRefused           transfer_refused       (import, verify, migrate)
+    ├── HistoryNotKept            history_not_kept       (a store without older versions)
+    ├── RevertRefused             revert_refused
     ├── RecallBatchInvalid        recall_batch_invalid
     └── Cancelled                 cancelled
 
@@ -49,6 +51,7 @@ __all__ = [
     "DocmemError",
     "DocumentCorrupt",
     "ExportInvalid",
+    "HistoryNotKept",
     "IndexExhausted",
     "InvalidArgument",
     "InvalidScope",
@@ -58,6 +61,7 @@ __all__ = [
     "Outcome",
     "PlaintextDocument",
     "RecallBatchInvalid",
+    "RevertRefused",
     "ScopeFenced",
     "SecretDetected",
     "StoreBusy",
@@ -237,6 +241,27 @@ class TransferRefused(DocmemError):
     """
 
     code = "transfer_refused"
+
+
+class HistoryNotKept(DocmemError):
+    """The store keeps no older versions of its documents, so none can be listed or restored.
+
+    The message says why in the store's own terms (``file://`` opened with
+    ``history=0``, an S3 bucket without versioning), never which scope.
+    """
+
+    code = "history_not_kept"
+
+
+class RevertRefused(DocmemError):
+    """A revert cannot be made as asked; nothing was written.
+
+    The revision is not among the versions the store keeps, lies before an
+    erase (which a revert never undoes), or the document moved on from the
+    revision the caller's dry run was based on.
+    """
+
+    code = "revert_refused"
 
 
 class RecallBatchInvalid(DocmemError, ValueError):

@@ -52,7 +52,7 @@ OUTCOME = "docmem.outcome"
 SLOT = "docmem.slot"
 SCHEME = "docmem.store.scheme"
 ERROR = "error.type"
-_MUTATIONS = frozenset({"save", "remove", "erase"})
+_MUTATIONS = frozenset({"save", "remove", "erase", "revert"})
 
 
 class _Instruments:

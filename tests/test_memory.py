@@ -1279,6 +1279,7 @@ def _save(text: str, mutation_id: str = "s", max_characters: int = 4000) -> Save
         slot="user",
         max_characters=max_characters,
         secret_filter=docmem.default_secret_filter,
+        at=1_700_000_000_000,
     )
 
 

@@ -2,9 +2,13 @@
 
 ::
 
-    <!-- docmem/1 {"last":3,"rev":6,"ops":[...]} -->
+    <!-- docmem/2 {"last":3,"rev":6,"ops":[...],"prov":[[0,...],[3,...]]} -->
     0: Prefers metric units.
     3: Works at Acme on the billing team.
+
+A document that carries what ``docmem/1`` cannot say (an entry's provenance,
+the revision of the last erase) is written as ``docmem/2``; any other is
+written as ``docmem/1``, byte for byte as before. Both are read.
 
 Parsing fails closed (:class:`~docmem.errors.DocumentCorrupt`) and checks only
 rules that are stable across Python and Unicode versions; normalization of new
@@ -17,7 +21,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 import msgspec
@@ -28,10 +32,12 @@ from .journal import (
     MAX_RECORDS,
     OLDER_ID_BYTES,
     OUTCOME_OF,
+    WHOLE_DOCUMENT_OPS,
     JournalRecord,
     append,
     remember,
 )
+from .provenance import Provenance, problem
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
@@ -54,6 +60,7 @@ MAX_INPUT_BYTES = 65536
 MAX_INDEX = 2**53 - 1
 
 _HEADER_START = "<!-- docmem/1 "
+_HEADER_START_2 = "<!-- docmem/2 "
 _HEADER_END = " -->"
 _ENTRY_LINE = re.compile(r"(0|[1-9][0-9]*): (.*)", re.DOTALL)
 _DIGEST = re.compile(r"[A-Za-z0-9_-]{22}")
@@ -65,6 +72,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class _Header(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """The ``docmem/1`` header."""
+
     last: int
     rev: int
     ops: tuple[JournalRecord, ...]
@@ -72,7 +81,21 @@ class _Header(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     fence: str | None = None
 
 
+class _Header2(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """The ``docmem/2`` header: ``docmem/1``'s fields, the last erase's revision, provenance."""
+
+    last: int
+    rev: int
+    ops: tuple[JournalRecord, ...]
+    older: bytes = b""
+    erased: int | None = None
+    prov: tuple[Provenance, ...] = ()
+    fence: str | None = None
+
+
+_NO_PROVENANCE: Mapping[int, Provenance] = MappingProxyType({})
 _header_decoder = msgspec.json.Decoder(_Header)
+_header2_decoder = msgspec.json.Decoder(_Header2)
 _encoder = msgspec.json.Encoder()
 
 
@@ -84,7 +107,9 @@ class MemoryDocument:
     ``revision`` counts committed mutations, ``journal`` holds the records of
     the newest writing mutations, ``older_ids`` the digests of the ids before
     them (:func:`docmem.journal.remember`), and ``fence`` is set while an
-    operator migrates the scope.
+    operator migrates the scope. ``provenance`` holds, by index, where each
+    entry came from (entries saved before provenance existed have none), and
+    ``erase_revision`` the revision of the last erase, which no revert reaches behind.
     """
 
     entries: Mapping[int, str]
@@ -93,11 +118,16 @@ class MemoryDocument:
     journal: tuple[JournalRecord, ...] = ()
     fence: str | None = None
     older_ids: bytes = b""
+    provenance: Mapping[int, Provenance] = field(default_factory=lambda: _NO_PROVENANCE)
+    erase_revision: int | None = None
 
     def __post_init__(self) -> None:
         # Always a private, index-sorted, read-only copy: serialize() relies on the order.
         entries = dict(sorted(self.entries.items()))
         object.__setattr__(self, "entries", MappingProxyType(entries))
+        if self.provenance:
+            provenance = dict(sorted(self.provenance.items()))
+            object.__setattr__(self, "provenance", MappingProxyType(provenance))
 
     def index_of(self, text: str) -> int | None:
         """The index of an entry with exactly this (normalized) text, if any."""
@@ -108,18 +138,41 @@ class MemoryDocument:
                 return index
         return None
 
-    def with_entry(self, text: str, record: JournalRecord) -> MemoryDocument:
-        """A copy with ``text`` at ``last + 1``; raises IndexExhausted past 2**53 - 1."""
+    def with_entry(
+        self, text: str, record: JournalRecord, made: Provenance | None = None
+    ) -> MemoryDocument:
+        """A copy with ``text`` at ``last + 1``; raises IndexExhausted past 2**53 - 1.
+
+        ``made`` is the entry's provenance; its index must be ``last + 1``.
+        """
         index = self.last + 1
         if index > MAX_INDEX:
             raise IndexExhausted(f"every index up to {MAX_INDEX} has been allocated in this scope")
         entries = {**self.entries, index: text}
-        return self._next(entries, last=index, record=record)
+        provenance = self.provenance if made is None else {**self.provenance, index: made}
+        return self._next(entries, last=index, record=record, provenance=provenance)
 
     def without_entry(self, index: int, record: JournalRecord) -> MemoryDocument:
-        """A copy without entry ``index`` (which must exist); ``last`` is kept."""
+        """A copy without entry ``index`` (which must exist) or its provenance; ``last`` is kept."""
         entries = {k: v for k, v in self.entries.items() if k != index}
-        return self._next(entries, last=self.last, record=record)
+        provenance = self.provenance
+        if index in provenance:
+            provenance = {k: v for k, v in provenance.items() if k != index}
+        return self._next(entries, last=self.last, record=record, provenance=provenance)
+
+    def reverted(
+        self,
+        entries: Mapping[int, str],
+        provenance: Mapping[int, Provenance],
+        record: JournalRecord,
+    ) -> MemoryDocument:
+        """A copy whose entries are ``entries`` (an older revision's), ``last`` kept.
+
+        No index above ``last`` can come back (a revision's indexes are at
+        most its own ``last``, and ``last`` only grows), so new saves still
+        never reuse one.
+        """
+        return self._next(dict(entries), last=self.last, record=record, provenance=provenance)
 
     def erased(self, record: JournalRecord) -> MemoryDocument:
         """The header-only successor: ``last`` kept, the journal reduced to ``record``.
@@ -134,9 +187,17 @@ class MemoryDocument:
             journal=(record,),
             fence=self.fence,
             older_ids=remember(self.older_ids, self.journal),
+            erase_revision=record.rev,
         )
 
-    def _next(self, entries: dict[int, str], *, last: int, record: JournalRecord) -> MemoryDocument:
+    def _next(
+        self,
+        entries: dict[int, str],
+        *,
+        last: int,
+        record: JournalRecord,
+        provenance: Mapping[int, Provenance],
+    ) -> MemoryDocument:
         records, older_ids = append(self.journal, self.older_ids, record)
         return MemoryDocument(
             entries,
@@ -145,7 +206,19 @@ class MemoryDocument:
             journal=records,
             fence=self.fence,
             older_ids=older_ids,
+            provenance=provenance,
+            erase_revision=self.erase_revision,
         )
+
+    def last_erase(self) -> int | None:
+        """The revision of the newest erase this document knows of, or ``None``.
+
+        ``erase_revision`` is written by this release; a ``docmem/1`` document only
+        knows the erases its journal still holds.
+        """
+        if self.erase_revision is not None:
+            return self.erase_revision
+        return max((r.rev for r in self.journal if r.op == "erase"), default=None)
 
 
 def new_document() -> MemoryDocument:
@@ -158,7 +231,7 @@ def _corrupt(reason: str, line: int | None = None) -> DocumentCorrupt:
     return DocumentCorrupt(f"stored document is corrupt: {reason}{where}")
 
 
-def _check_header(header: _Header) -> None:
+def _check_header(header: _Header | _Header2) -> None:
     if not -1 <= header.last <= MAX_INDEX:
         raise _corrupt("'last' is outside -1..2**53-1", 1)
     if header.rev < 0:
@@ -178,11 +251,29 @@ def _check_header(header: _Header) -> None:
         if not previous < record.rev <= header.rev:
             raise _corrupt("journal revisions are not strictly ascending up to 'rev'", 1)
         previous = record.rev
-        if record.op == "erase":
+        if record.op in WHOLE_DOCUMENT_OPS:
             if record.index is not None:
-                raise _corrupt("an erase record carries an index", 1)
+                raise _corrupt("an erase or revert record carries an index", 1)
         elif record.index is None or not 0 <= record.index <= header.last:
             raise _corrupt("a journal index is missing or outside 0..last", 1)
+    if isinstance(header, _Header2):
+        _check_header2(header)
+
+
+def _check_header2(header: _Header2) -> None:
+    """What ``docmem/2`` adds: ``erased`` within the revisions, provenance records valid."""
+    if not (header.prov or header.erased is not None or any(r.op == "revert" for r in header.ops)):
+        raise _corrupt("a docmem/2 header carries nothing docmem/1 cannot", 1)
+    if header.erased is not None and not 0 < header.erased <= header.rev:
+        raise _corrupt("'erased' is outside 1..rev", 1)
+    previous = -1
+    for record in header.prov:
+        if not previous < record.index <= header.last:
+            raise _corrupt("provenance indexes are not ascending, unique and <= last", 1)
+        previous = record.index
+        reason = problem(record)
+        if reason is not None:
+            raise _corrupt(f"a provenance record is invalid: {reason}", 1)
 
 
 def _check_text(text: str, line: int) -> None:
@@ -203,6 +294,18 @@ def parse(data: bytes) -> MemoryDocument:
     lines = _lines(data)
     header = _parse_header(lines[0])
     entries = _parse_entries(lines[1:], header.last)
+    if isinstance(header, _Header):
+        return MemoryDocument(
+            entries,
+            last=header.last,
+            revision=header.rev,
+            journal=header.ops,
+            fence=header.fence,
+            older_ids=header.older,
+        )
+    provenance = {record.index: record for record in header.prov}
+    if not provenance.keys() <= entries.keys():
+        raise _corrupt("provenance for an index with no entry", 1)
     return MemoryDocument(
         entries,
         last=header.last,
@@ -210,6 +313,8 @@ def parse(data: bytes) -> MemoryDocument:
         journal=header.ops,
         fence=header.fence,
         older_ids=header.older,
+        provenance=provenance,
+        erase_revision=header.erased,
     )
 
 
@@ -235,13 +340,19 @@ def _lines(data: bytes) -> list[str]:
     return text[:-1].split("\n")
 
 
-def _parse_header(line: str) -> _Header:
-    """Line 1: ``<!-- docmem/1 {...} -->`` with the JSON in canonical form, then checked."""
-    if not (line.startswith(_HEADER_START) and line.endswith(_HEADER_END)):
-        raise _corrupt("line 1 is not a docmem/1 header")
+def _parse_header(line: str) -> _Header | _Header2:
+    """Line 1: ``<!-- docmem/1 {...} -->`` or ``docmem/2``, the JSON canonical, then checked."""
+    if line.startswith(_HEADER_START):
+        decoder: msgspec.json.Decoder[_Header] | msgspec.json.Decoder[_Header2] = _header_decoder
+    elif line.startswith(_HEADER_START_2):
+        decoder = _header2_decoder
+    else:
+        raise _corrupt("line 1 is not a docmem/1 or docmem/2 header")
+    if not line.endswith(_HEADER_END):
+        raise _corrupt("line 1 is not a docmem/1 or docmem/2 header")
     raw = line[len(_HEADER_START) : -len(_HEADER_END)].encode("utf-8")
     try:
-        header: _Header | None = _header_decoder.decode(raw)
+        header: _Header | _Header2 | None = decoder.decode(raw)
     except msgspec.DecodeError:
         header = None
     if header is None:
@@ -270,17 +381,40 @@ def _parse_entries(lines: list[str], last: int) -> dict[int, str]:
 
 
 def serialize(document: MemoryDocument) -> bytes:
-    """The canonical bytes of a document (header line, then one line per entry)."""
-    header = _Header(
-        last=document.last,
-        rev=document.revision,
-        ops=document.journal,
-        older=document.older_ids,
-        fence=document.fence,
-    )
+    """The canonical bytes of a document (header line, then one line per entry).
+
+    ``docmem/2`` only when the document carries provenance or an erase's
+    revision, so a document without them stays readable by older releases.
+    """
+    header: _Header | _Header2
+    if document.provenance or document.erase_revision is not None or _reverted(document):
+        start = _HEADER_START_2
+        header = _Header2(
+            last=document.last,
+            rev=document.revision,
+            ops=document.journal,
+            older=document.older_ids,
+            erased=document.erase_revision,
+            prov=tuple(document.provenance.values()),
+            fence=document.fence,
+        )
+    else:
+        start = _HEADER_START
+        header = _Header(
+            last=document.last,
+            rev=document.revision,
+            ops=document.journal,
+            older=document.older_ids,
+            fence=document.fence,
+        )
     lines = [f"{index}: {text}\n" for index, text in document.entries.items()]
-    head = f"{_HEADER_START}{_encoder.encode(header).decode('utf-8')}{_HEADER_END}\n"
+    head = f"{start}{_encoder.encode(header).decode('utf-8')}{_HEADER_END}\n"
     return (head + "".join(lines)).encode("utf-8")
+
+
+def _reverted(document: MemoryDocument) -> bool:
+    """Whether the journal holds a revert, which ``docmem/1`` has no op for."""
+    return any(record.op == "revert" for record in document.journal)
 
 
 def serialize_shrinking(document: MemoryDocument) -> tuple[MemoryDocument, bytes]:

@@ -30,6 +30,7 @@ __all__ = [
     "MAX_OLDER_IDS",
     "MAX_RECORDS",
     "OLDER_ID_BYTES",
+    "WHOLE_DOCUMENT_OPS",
     "JournalRecord",
     "Op",
     "OpOutcome",
@@ -47,9 +48,16 @@ MAX_RECORDS = 32
 #: How many ids past the whole records are still recognised, and the bytes of each.
 MAX_OLDER_IDS = 320
 OLDER_ID_BYTES = 8
-Op = Literal["save", "remove", "erase"]
-OpOutcome = Literal["saved", "removed", "erased"]
-OUTCOME_OF: dict[str, str] = {"save": "saved", "remove": "removed", "erase": "erased"}
+Op = Literal["save", "remove", "erase", "revert"]
+OpOutcome = Literal["saved", "removed", "erased", "reverted"]
+OUTCOME_OF: dict[str, str] = {
+    "save": "saved",
+    "remove": "removed",
+    "erase": "erased",
+    "revert": "reverted",
+}
+#: The ops whose records carry no entry index: they change the document as a whole.
+WHOLE_DOCUMENT_OPS = frozenset({"erase", "revert"})
 
 _ID_TAG = b"docmem.mid.v1\0"
 _REQUEST_TAG = b"docmem.req.v1\0"
@@ -80,22 +88,23 @@ def fresh_mutation_id() -> str:
     return f"docmem-{uuid.uuid4()}"
 
 
-def checked_mutation_id(mutation_id: str) -> str:
+def checked_mutation_id(mutation_id: str, *, name: str = "mutation_id") -> str:
     """``mutation_id`` if it can be digested: a non-empty string of at most 1,024 UTF-8 bytes.
 
     The refusal never holds the id: a lone surrogate is reported as invalid
     UTF-8 after the encoder's error (which quotes the string) is gone.
+    ``name`` is what the refusal calls it (a session id is checked the same way).
     """
     if not isinstance(mutation_id, str) or not mutation_id:
-        raise InvalidArgument("mutation_id must be a non-empty string")
+        raise InvalidArgument(f"{name} must be a non-empty string")
     try:
         size: int | None = len(mutation_id.encode("utf-8"))
     except UnicodeEncodeError:
         size = None
     if size is None:
-        raise InvalidArgument("mutation_id is not valid UTF-8")
+        raise InvalidArgument(f"{name} is not valid UTF-8")
     if size > 1024:
-        raise InvalidArgument("mutation_id is longer than 1,024 bytes")
+        raise InvalidArgument(f"{name} is longer than 1,024 bytes")
     return mutation_id
 
 

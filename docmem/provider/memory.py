@@ -18,8 +18,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .. import telemetry
@@ -29,14 +30,34 @@ from . import journal
 from .commit import KeyIO, Work, commit_batch
 from .document import MemoryDocument, render_recall
 from .grouping import CommitQueue, Member
+from .history import EntryChanges, KeptRevision, changes, kept_revisions, revision_document
 from .keys import LockedScope, item_key
-from .mutation import Erase, EraseResult, Mutation, Remove, RemoveResult, Save, SaveResult
+from .mutation import (
+    Erase,
+    EraseResult,
+    Mutation,
+    Remove,
+    RemoveResult,
+    Revert,
+    RevertResult,
+    Save,
+    SaveResult,
+)
 from .protocol import RecallContext, ToolsContext
+from .provenance import Provenance
 from .reading import KeyReader, Observed
 from .retry import RetryPolicy
 from .secrets import SecretFilter, default_secret_filter
 from .threads import in_thread
-from .tools import REMOVE_MEMORY, SAVE_MEMORY, Tool, ToolSpec, check_slot_name, qualify_tools
+from .tools import (
+    REMOVE_MEMORY,
+    SAVE_MEMORY,
+    Tool,
+    ToolSpec,
+    check_slot_name,
+    qualify_tools,
+    session_of,
+)
 
 __all__ = [
     "BoundMemory",
@@ -45,6 +66,8 @@ __all__ = [
     "MutationRecord",
     "RecallMessage",
     "RemoveResult",
+    "RevertPlan",
+    "RevertResult",
     "SaveResult",
 ]
 
@@ -58,12 +81,34 @@ _R = TypeVar("_R")
 
 @dataclass(frozen=True)
 class MutationRecord:
-    """What the journal says a mutation did: op, outcome, entry index, revision."""
+    """What the journal says a mutation did: op, outcome, entry index, revision.
+
+    ``provenance`` is the record of the entry a save made, while that entry
+    is still there and was saved under this id (docs/design.md, section 3.1);
+    records compare by what the journal says, without it.
+    """
 
     op: str
     outcome: str
     index: int | None
     revision: int
+    provenance: Provenance | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class RevertPlan:
+    """What a revert to ``to_revision`` would change now: a dry run, nothing written.
+
+    ``changes`` holds the entries it would take out and bring back, with
+    their text (for the operator who asked, never for a log). Pass
+    ``revision`` as ``expected_revision`` to :meth:`BoundMemory.revert` so
+    that a change made after this plan refuses the revert instead of being
+    undone unseen.
+    """
+
+    to_revision: int
+    revision: int
+    changes: EntryChanges
 
 
 @dataclass(frozen=True)
@@ -251,16 +296,29 @@ class BoundMemory:
         record = journal.find(document.journal, digest)
         if record is None:
             return None
-        return MutationRecord(record.op, record.outcome, record.index, record.rev)
+        made = None if record.index is None else document.provenance.get(record.index)
+        if made is not None and made.mutation != mutation_id:
+            made = None  # a removed entry's index is never reused, but be strict
+        return MutationRecord(record.op, record.outcome, record.index, record.rev, made)
 
     # -- mutations ---------------------------------------------------------
 
-    def save(self, text: str, *, mutation_id: str | None = None) -> SaveResult:
+    def save(
+        self,
+        text: str,
+        *,
+        mutation_id: str | None = None,
+        made_by: str = "api",
+        session_id: str | None = None,
+    ) -> SaveResult:
         """Save one entry; an identical entry already present is a successful no-op.
 
         Without a ``mutation_id`` the save gets a fresh one: a retry of it (after
         a timeout, say) is then a new request, which for a save is harmless (the
         duplicate is a no-op) but cannot be told from the first by :meth:`inspect`.
+        The entry's provenance records the time, the mutation id, ``made_by``
+        (``"api"``, ``"cli"``, or ``"model"`` for a tool call) and the host's
+        ``session_id`` (docs/design.md, section 3.1).
         """
         memory = self._memory
         with self._observe("save") as observation:
@@ -271,6 +329,9 @@ class BoundMemory:
                     slot=self.slot,
                     max_characters=memory.max_characters,
                     secret_filter=memory.secret_filter,
+                    at=_now(),
+                    made_by=made_by,
+                    session_id=session_id,
                 )
             return self._mutate(mutation, observation)
 
@@ -298,6 +359,69 @@ class BoundMemory:
                 with _outcome_reported(committed=True), observation.request("delete"):
                     self._store.purge_history(self._key)  # stored; only the purge may fail
             return result
+
+    # -- history and revert (docs/design.md, section 3.1) ----------------------
+
+    def history(self) -> list[KeptRevision]:
+        """The versions the store keeps of this scope, oldest first, the current one last.
+
+        Raises :class:`~docmem.errors.HistoryNotKept` on a store that keeps none.
+        """
+        with self._observe("history"):
+            self._check_cancel()
+            return kept_revisions(self._store, self._key)
+
+    def plan_revert(self, to_revision: int) -> RevertPlan:
+        """What :meth:`revert` to ``to_revision`` would change now; nothing is written.
+
+        Raises :class:`~docmem.errors.RevertRefused` when the revert would be
+        refused (not kept, before an erase, newer than the memory).
+        """
+        with self._observe("read") as observation:
+            target = self._revision(to_revision)
+            current = self._read_now(observation)
+            Revert(target, "docmem-dry-run", at=0).check(current)
+            assert current is not None, "check() refuses a scope with no document"
+            return RevertPlan(to_revision, current.revision, changes(current, target))
+
+    def revert(
+        self,
+        to_revision: int,
+        *,
+        mutation_id: str | None = None,
+        expected_revision: int | None = None,
+    ) -> RevertResult:
+        """Make the entries those of ``to_revision`` again, as a new revision.
+
+        A conditional write like every mutation, retried on a lost race; the
+        journal records it and each entry that comes back keeps its index
+        and provenance, marked as restored. ``expected_revision`` (from
+        :meth:`plan_revert`) refuses the revert if the memory changed since.
+        Refused with :class:`~docmem.errors.RevertRefused` (nothing written)
+        for a revision not kept, before an erase, or newer than the memory.
+        """
+        with self._observe("revert") as observation:
+            with _outcome_reported():
+                _check_revision(to_revision)
+                if expected_revision is not None:
+                    _check_revision(expected_revision)
+                target = self._revision(to_revision)
+                mutation = Revert(
+                    target,
+                    _mutation_id(mutation_id),
+                    at=_now(),
+                    expected_revision=expected_revision,
+                )
+            return self._mutate(mutation, observation)
+
+    def _revision(self, revision: int) -> MemoryDocument:
+        _check_revision(revision)
+        self._check_cancel()
+        return revision_document(self._store, self._key, revision)
+
+    def _check_cancel(self) -> None:
+        if self._cancel is not None and self._cancel.is_set():
+            raise Cancelled("the turn was cancelled; memory was not read")
 
     # -- the conflict loop (docs/design.md, section 5) ------------------------
 
@@ -345,7 +469,10 @@ class BoundMemory:
         return None
 
     def _save_call(self, text: str, mutation_id: str) -> SaveResult:
-        return self.save(text, mutation_id=mutation_id)
+        # The tool made ``mutation_id`` from the host's session and call ids.
+        return self.save(
+            text, mutation_id=mutation_id, made_by="model", session_id=session_of(mutation_id)
+        )
 
     def _remove_call(self, index: int, mutation_id: str) -> RemoveResult:
         return self.remove(index, mutation_id=mutation_id)
@@ -366,9 +493,18 @@ class BoundMemory:
         """Async :meth:`inspect`."""
         return await in_thread(self.inspect, mutation_id)
 
-    async def asave(self, text: str, *, mutation_id: str | None = None) -> SaveResult:
+    async def asave(
+        self,
+        text: str,
+        *,
+        mutation_id: str | None = None,
+        made_by: str = "api",
+        session_id: str | None = None,
+    ) -> SaveResult:
         """Async :meth:`save`."""
-        return await in_thread(self.save, text, mutation_id=mutation_id)
+        return await in_thread(
+            self.save, text, mutation_id=mutation_id, made_by=made_by, session_id=session_id
+        )
 
     async def aremove(self, index: int, *, mutation_id: str | None = None) -> RemoveResult:
         """Async :meth:`remove`."""
@@ -377,6 +513,29 @@ class BoundMemory:
     async def aerase(self, *, mutation_id: str | None = None) -> EraseResult:
         """Async :meth:`erase`."""
         return await in_thread(self.erase, mutation_id=mutation_id)
+
+    async def ahistory(self) -> list[KeptRevision]:
+        """Async :meth:`history`."""
+        return await in_thread(self.history)
+
+    async def aplan_revert(self, to_revision: int) -> RevertPlan:
+        """Async :meth:`plan_revert`."""
+        return await in_thread(self.plan_revert, to_revision)
+
+    async def arevert(
+        self,
+        to_revision: int,
+        *,
+        mutation_id: str | None = None,
+        expected_revision: int | None = None,
+    ) -> RevertResult:
+        """Async :meth:`revert`."""
+        return await in_thread(
+            self.revert,
+            to_revision,
+            mutation_id=mutation_id,
+            expected_revision=expected_revision,
+        )
 
 
 @contextlib.contextmanager
@@ -412,6 +571,16 @@ def _rebuild_memory(
         secret_filter=secret_filter,
         group_commit=group_commit,
     )
+
+
+def _now() -> int:
+    """The time a provenance record holds: milliseconds since the epoch."""
+    return time.time_ns() // 1_000_000
+
+
+def _check_revision(revision: object) -> None:
+    if isinstance(revision, bool) or not isinstance(revision, int) or revision < 0:
+        raise InvalidArgument("a revision is a non-negative integer")
 
 
 def _mutation_id(given: str | None) -> str:

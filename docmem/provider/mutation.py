@@ -1,6 +1,7 @@
 """What one mutation does to the document it read: the decisions of the conflict loop.
 
-Each operation (:class:`Save`, :class:`Remove`, :class:`Erase`) checks its
+Each operation (:class:`Save`, :class:`Remove`, :class:`Erase`,
+:class:`Revert`) checks its
 arguments when it is made and then, for every document an attempt reads,
 :meth:`Mutation.decide` says what that document calls for:
 
@@ -20,12 +21,15 @@ import abc
 from dataclasses import dataclass
 from typing import ClassVar, Generic, Literal, TypeVar
 
+import msgspec
+
 from ..errors import (
     DocmemError,
     IndexExhausted,
     InvalidArgument,
     LimitExceeded,
     MutationConflict,
+    RevertRefused,
     ScopeFenced,
     SecretDetected,
 )
@@ -40,6 +44,7 @@ from .document import (
     serialize_shrinking,
 )
 from .journal import JournalRecord, Op
+from .provenance import Provenance, Restored, check_made_by
 from .secrets import SecretFilter
 
 __all__ = [
@@ -53,6 +58,8 @@ __all__ = [
     "Refused",
     "Remove",
     "RemoveResult",
+    "Revert",
+    "RevertResult",
     "Save",
     "SaveResult",
     "Write",
@@ -101,6 +108,21 @@ class EraseResult:
 
     status: Literal["erased", "absent", "replayed"]
     revision: int
+
+
+@dataclass(frozen=True)
+class RevertResult:
+    """A committed revert (``"reverted"``), one that changes nothing (``"unchanged"``), a replay.
+
+    ``removed`` and ``restored`` are the indexes the revert took out and
+    brought back (empty for a replay, whose effect is no longer known).
+    """
+
+    status: Literal["reverted", "unchanged", "replayed"]
+    to_revision: int
+    revision: int
+    removed: tuple[int, ...] = ()
+    restored: tuple[int, ...] = ()
 
 
 # -- decisions -------------------------------------------------------------------
@@ -253,6 +275,9 @@ class Save(Mutation[SaveResult]):
         slot: str,
         max_characters: int,
         secret_filter: SecretFilter,
+        at: int,
+        made_by: str = "api",
+        session_id: str | None = None,
     ) -> None:
         self.text = normalize_entry(text)
         kind = secret_filter(self.text)
@@ -260,8 +285,17 @@ class Save(Mutation[SaveResult]):
             raise SecretDetected(
                 f"the text looks like a credential ({kind}); secrets are not saved as memory"
             )
+        try:
+            made_by = check_made_by(made_by)
+        except ValueError as refusal:
+            raise InvalidArgument(str(refusal)) from None
+        if session_id is not None:
+            session_id = journal.checked_mutation_id(session_id, name="session_id")
         self.slot = slot
         self.max_characters = max_characters
+        self.mutation_id = mutation_id
+        #: When the save was asked for (ms since the epoch), who asked, in which session.
+        self.made = (at, made_by, session_id)
         super().__init__(mutation_id, self.text)
 
     def apply(self, document: MemoryDocument | None) -> Change[SaveResult]:
@@ -269,7 +303,10 @@ class Save(Mutation[SaveResult]):
         existing = current.index_of(self.text)
         if existing is not None:
             return NoOp(SaveResult("duplicate", existing, current.revision))
-        updated = current.with_entry(self.text, self.record(current, current.last + 1))
+        at, made_by, session = self.made
+        index = current.last + 1
+        made = Provenance(index, at, made_by, self.mutation_id, session)
+        updated = current.with_entry(self.text, self.record(current, index), made)
         self._check_characters(current, updated)
         return updated, SaveResult("saved", updated.last, updated.revision)
 
@@ -341,6 +378,98 @@ class Erase(Mutation[EraseResult]):
 
     def replayed(self, document: MemoryDocument) -> EraseResult:
         return EraseResult("replayed", document.revision)
+
+
+class Revert(Mutation[RevertResult]):
+    """Make the scope's entries those of an older revision, as a new revision.
+
+    ``target`` is that revision's document, as the store kept it. Entries
+    present in both stay as they are; entries only in the target come back
+    under their own index, with their provenance and the revert's
+    :class:`~docmem.provider.provenance.Restored` mark; entries only in the
+    current document go. ``last`` is kept, so no new save reuses an index.
+    Refused (:class:`~docmem.errors.RevertRefused`) when an erase lies
+    between the target and the current document (a revert never undoes a
+    right-to-be-forgotten request), and when ``expected_revision`` is given
+    and the document has moved on from it (the caller's dry run is stale).
+    The recall's ``max_characters`` is not checked: the target met it when
+    it was written, and refusing would leave poisoned memory in place; the
+    byte cap is.
+    """
+
+    op = "revert"
+    shrinking = False
+
+    def __init__(
+        self,
+        target: MemoryDocument,
+        mutation_id: str,
+        *,
+        at: int,
+        expected_revision: int | None = None,
+    ) -> None:
+        self.target = target
+        self.mutation_id = mutation_id
+        self.at = at
+        self.expected_revision = expected_revision
+        super().__init__(mutation_id, str(target.revision))
+
+    def check(self, current: MemoryDocument | None) -> None:
+        """Raise RevertRefused if ``current`` cannot be reverted to the target as asked."""
+        revision = 0 if current is None else current.revision
+        if self.expected_revision is not None and revision != self.expected_revision:
+            raise RevertRefused(
+                f"the memory changed since the dry run (revision {self.expected_revision} "
+                f"is now {revision}); review the new changes and revert again"
+            )
+        if current is None:
+            raise RevertRefused("the scope has no document to revert")
+        target = self.target.revision
+        if target > current.revision:
+            raise RevertRefused(
+                f"revision {target} is newer than the memory's revision {current.revision}"
+            )
+        erase = current.last_erase()
+        if erase is not None and target < erase:
+            raise RevertRefused(
+                f"revision {target} is before the erase at revision {erase}; "
+                "a revert never brings erased memory back"
+            )
+
+    def decide(self, document: MemoryDocument | None) -> Decision[RevertResult]:
+        mine = self.own_record(document)
+        if mine is None:
+            try:
+                self.check(document)
+            except RevertRefused as refusal:
+                return Refused(refusal)
+        return super().decide(document)
+
+    def apply(self, document: MemoryDocument | None) -> Change[RevertResult]:
+        assert document is not None, "check() refuses a scope with no document"
+        target = self.target
+        removed = tuple(i for i in document.entries if target.entries.get(i) != document.entries[i])
+        restored = tuple(i for i in target.entries if document.entries.get(i) != target.entries[i])
+        if not (removed or restored):
+            return NoOp(RevertResult("unchanged", target.revision, document.revision))
+        provenance = {i: p for i, p in document.provenance.items() if i not in removed}
+        mark = Restored(self.at, self.mutation_id)
+        for index in restored:
+            made = target.provenance.get(index)
+            if made is None:  # saved before provenance: all that is known is this revert
+                provenance[index] = Provenance(index, self.at, "revert", self.mutation_id, None)
+            else:
+                provenance[index] = msgspec.structs.replace(made, restored=mark)
+        updated = document.reverted(target.entries, provenance, self.record(document, None))
+        return updated, RevertResult(
+            "reverted", target.revision, updated.revision, removed=removed, restored=restored
+        )
+
+    def replay(self, record: JournalRecord) -> RevertResult:
+        return RevertResult("reverted", self.target.revision, record.rev)
+
+    def replayed(self, document: MemoryDocument) -> RevertResult:
+        return RevertResult("replayed", self.target.revision, document.revision)
 
 
 def _index(record: JournalRecord) -> int:

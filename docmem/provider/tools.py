@@ -37,6 +37,7 @@ __all__ = [
     "mutation_id_for",
     "qualify",
     "qualify_tools",
+    "session_of",
 ]
 
 _SLOT_NAME = re.compile(r"[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*")
@@ -123,6 +124,21 @@ def mutation_id_for(call_id: str | None, session_id: str | None) -> str:
     if not call_id or not session_id:
         return fresh_mutation_id()
     return f"{session_id.replace('%', '%25').replace('/', '%2F')}/{call_id}"
+
+
+def session_of(mutation_id: str) -> str | None:
+    """The session id :func:`mutation_id_for` put into ``mutation_id``, or ``None`` (a fresh id).
+
+    Its inverse on the session: the escaped session id has no ``/``, so it is
+    everything before the first one (a call id may hold ``/`` itself).
+    """
+    session, slash, _ = mutation_id.partition("/")
+    if not slash:
+        return None
+    return _ESCAPED.sub(lambda found: "/" if found.group() == "%2F" else "%", session)
+
+
+_ESCAPED = re.compile("%2F|%25")
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -54,6 +55,8 @@ class LocalRaw:
 
 
 class TestMemoryBackend(BackendTests):
+    keeps_history: ClassVar[bool | None] = True
+
     @pytest.fixture
     def make_backend(self) -> BackendFactory:
         return MemoryBackend
@@ -71,6 +74,8 @@ class TestMemoryBackend(BackendTests):
 
 
 class TestLocalBackend(BackendTests):
+    keeps_history: ClassVar[bool | None] = True
+
     @pytest.fixture
     def make_backend(self, tmp_path: Path) -> BackendFactory:
         # The root is not created: a store that was never written to is empty.
@@ -104,3 +109,16 @@ def test_import_docmem_does_not_import_the_test_suite() -> None:
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=60)
+
+
+def test_memory_backend_keeps_the_last_sixteen_older_versions() -> None:
+    store = MemoryBackend()
+    versions = [store.write("k", b"v0", expected=None)]
+    for number in range(1, 20):
+        versions.append(store.write("k", b"v%d" % number, expected=versions[-1]))
+    assert [kept.version for kept in store.history("k")] == versions[-17:]
+    assert store.read_version("k", versions[2]) is None
+    assert store.read_version("k", versions[3]) == Stored(data=b"v3", version=versions[3])
+    other = MemoryBackend(store.url.removeprefix("memory://"))  # the same space, another handle
+    other.purge_history("k")
+    assert [kept.version for kept in store.history("k")] == versions[-1:]

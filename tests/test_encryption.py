@@ -555,6 +555,72 @@ def test_rekey_of_plaintext_needs_the_migration_option(inner: docmem.Backend) ->
     assert "Plain." in bound(encrypted(inner, keyring)).recall()[0].content
 
 
+# -- kept versions ----------------------------------------------------------------------------
+
+
+def _three_versions(store: EncryptedStore, key: str = "k") -> list[docmem.Stored]:
+    written: list[docmem.Stored] = []
+    for data in (b"first", b"second", b"third"):
+        expected = written[-1].version if written else None
+        written.append(docmem.Stored(data, store.write(key, data, expected=expected)))
+    return written
+
+
+def test_kept_versions_open_like_the_current_one(store: EncryptedStore) -> None:
+    written = _three_versions(store)
+    listed = store.history("k")
+    assert [kept.version for kept in listed] == [stored.version for stored in written]
+    for kept, stored in zip(listed, written, strict=True):
+        assert store.read_version("k", kept.version) == stored
+        envelope = store.store.read_version("k", kept.version)
+        assert envelope is not None
+        assert kept.size == len(envelope.data) > len(stored.data)  # the envelope's size
+        assert stored.data not in envelope.data
+    assert store.read_version("k", "never-a-version") is None
+
+
+def test_a_kept_envelope_opens_for_its_own_key_only(store: EncryptedStore) -> None:
+    written = _three_versions(store)
+    other = store.write("other", b"other", expected=None)
+    moved = store.store.read_version("k", written[0].version)
+    assert moved is not None
+    put_raw(store, "other", moved.data)  # an old envelope of k, planted under another key
+    planted = store.store.read("other")
+    assert planted is not None
+    _refused(lambda: store.read_version("other", planted.version))
+    assert store.read_version("other", other) == docmem.Stored(b"other", other)
+
+
+def test_reading_a_kept_version_never_makes_its_data_key_the_writing_one(
+    inner: docmem.Backend, k1: CountingKey
+) -> None:
+    writer = encrypted(inner, Keyring([k1]), data_key_seconds=60)
+    now = [1000.0]
+    writer._keys._clock = lambda: now[0]
+    first = writer.write("k", b"old", expected=None)
+    old_key = _wrapped(writer, "k")
+    now[0] += 61
+    current = writer.write("k", b"new", expected=first)
+    reader = encrypted(inner, Keyring([k1]), data_key_seconds=60)  # another process
+    assert reader.read_version("k", first) == docmem.Stored(b"old", first)
+    reader.write("k", b"newer", expected=current)
+    assert _wrapped(reader, "k") != old_key
+    assert reader.read("k") is not None
+
+
+def test_kept_versions_under_a_retired_key_no_longer_open(
+    inner: docmem.Backend, k1: CountingKey, k2: CountingKey
+) -> None:
+    first = encrypted(inner, Keyring([k1])).write("k", b"under k1", expected=None)
+    rotated = encrypted(inner, Keyring([k2, k1]))
+    assert rotated.rekey("k") == "rekeyed"
+    assert rotated.read_version("k", first) == docmem.Stored(b"under k1", first)
+    only_new = encrypted(inner, Keyring([k2]))
+    assert only_new.read("k") is not None
+    with pytest.raises(UnknownKey):
+        only_new.read_version("k", first)  # until an erase or purge_history drops it
+
+
 # -- the URL form, options, keyring sources -----------------------------------------------------
 
 

@@ -29,6 +29,8 @@ from docmem.testing import BackendFactory, BackendTests, EncryptedRawAccess, Raw
 class TestEncryptedMemoryBackend(BackendTests):
     """Built in code: ``encrypted(store, Keyring([...]))`` over memory://."""
 
+    keeps_history: ClassVar[bool | None] = True
+
     @pytest.fixture
     def make_backend(self) -> BackendFactory:
         keyring = Keyring([LocalKey.generate("conformance-2"), LocalKey.generate("conformance-1")])
@@ -51,6 +53,7 @@ class TestEncryptedLocalBackend(BackendTests):
     """Opened from its URL, ``encrypted+file://...?keyring=file:...``, over file://."""
 
     shared_between_processes: ClassVar[bool | None] = True
+    keeps_history: ClassVar[bool | None] = True
 
     @pytest.fixture
     def keyring_file(self, tmp_path: Path) -> Path:

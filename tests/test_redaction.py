@@ -55,8 +55,17 @@ def error_paths(mem: docmem.BoundMemory, backend: ScriptedBackend) -> list[Calla
         )
         mem.recall()
 
+    def stale_revert() -> None:
+        good = mem.save(CANARY + " before", mutation_id="rv-1").revision
+        mem.save(CANARY + " poison", mutation_id="rv-2")
+        plan = mem.plan_revert(good)
+        mem.save(CANARY + " unseen", mutation_id="rv-3")
+        mem.revert(good, mutation_id="rv-4", expected_revision=plan.revision)
+
     return [
         lambda: mem.save(CANARY + " AKIAIOSFODNN7EXAMPLE", mutation_id="secret"),
+        lambda: mem.save(CANARY, mutation_id="bad-session", session_id=CANARY + "\ud800"),
+        stale_revert,
         lambda: mem.save(CANARY + "\u0007", mutation_id="control"),
         lambda: mem.save(CANARY * 200, mutation_id="long"),
         lambda: mem.save(CANARY * 5000, mutation_id="huge"),
@@ -87,6 +96,13 @@ def chained_paths(mem: docmem.BoundMemory, backend: ScriptedBackend) -> list[Cal
         replace_stored(good.replace(b'"rev":1', json.dumps({"r": CANARY})[1:-1].encode()))
         mem.recall()
 
+    def provenance_field() -> None:  # a refused record must not quote its ids
+        good = serialize(MemoryDocument({0: "x"}, last=0, revision=1))
+        record = json.dumps([[0, 0, CANARY, CANARY * 300, CANARY, None]])
+        head = good.replace(b"<!-- docmem/1 ", b"<!-- docmem/2 ")
+        replace_stored(head.replace(b'"ops":[]', b'"ops":[],"prov":' + record.encode()))
+        mem.recall()
+
     def ledger_bytes() -> None:
         RecallLedger.from_bytes(json.dumps({"version": 1, "records": CANARY}).encode())
 
@@ -106,6 +122,7 @@ def chained_paths(mem: docmem.BoundMemory, backend: ScriptedBackend) -> list[Cal
         lambda: mem.save(CANARY + "\ud800", mutation_id="surrogate"),
         not_utf8,
         header_field,
+        provenance_field,
         ledger_bytes,
         recall_batch,
         recall_item_shape,
@@ -133,13 +150,14 @@ def test_canary_never_in_errors_or_logs(
         scope, slot="user"
     )
     paths = error_paths(mem, backend)
-    assert len(paths) == 9
+    assert len(paths) == 11
     chained = chained_paths(mem, backend)
-    assert len(chained) == 6
+    assert len(chained) == 7
     for path in [*paths, *chained]:
         with pytest.raises(docmem.DocmemError) as caught:
             path()
         assert CANARY not in all_text(caught.value)
+        assert not isinstance(caught.value, docmem.HistoryNotKept)
     assert caplog.records, "the error paths are expected to log something"
     for record in caplog.records:
         assert CANARY not in record.getMessage()

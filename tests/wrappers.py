@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from docmem import Backend, Stored
+from docmem import Backend, KeptVersion, Stored
 from docmem.errors import VersionConflict, WriteOutcomeUnknown
 from docmem.storage.builtin.inmemory import MemoryBackend
 
@@ -102,3 +102,9 @@ class ScriptedBackend(Backend):
 
     def keys(self) -> Iterator[str]:
         return self.inner.keys()
+
+    def history(self, key: str) -> list[KeptVersion]:
+        return self.inner.history(key)
+
+    def read_version(self, key: str, version: str) -> Stored | None:
+        return self.inner.read_version(key, version)

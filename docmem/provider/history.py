@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..backend import Backend, KeptVersion
-from ..errors import DocumentCorrupt, RevertRefused
+from ..errors import DocumentCorrupt, RevertRefused, UnknownKey
 from .document import MemoryDocument, parse
 
 __all__ = ["EntryChanges", "KeptRevision", "changes", "kept_revisions", "revision_document"]
@@ -26,11 +26,13 @@ class KeptRevision:
     """One kept version of a scope's document and what it holds.
 
     ``state`` is ``"ok"`` with its ``document``, ``"gone"`` when the store
-    dropped it since listing, ``"corrupt"`` when it does not parse.
+    dropped it since listing, ``"corrupt"`` when it does not parse or open,
+    ``"sealed"`` when an encrypted store no longer holds its key (an older
+    version left under a key retired after a rotation).
     """
 
     kept: KeptVersion
-    state: Literal["ok", "gone", "corrupt"]
+    state: Literal["ok", "gone", "corrupt", "sealed"]
     document: MemoryDocument | None
 
     @property
@@ -92,7 +94,13 @@ def changes(before: MemoryDocument | None, after: MemoryDocument | None) -> Entr
 
 
 def _read(store: Backend, key: str, kept: KeptVersion) -> KeptRevision:
-    stored = store.read_version(key, kept.version)
+    """One kept version as a revision; one that cannot be read never hides the others."""
+    try:
+        stored = store.read_version(key, kept.version)
+    except UnknownKey:
+        return KeptRevision(kept, "sealed", None)
+    except DocumentCorrupt:  # an envelope that does not open
+        return KeptRevision(kept, "corrupt", None)
     if stored is None:
         return KeptRevision(kept, "gone", None)
     try:

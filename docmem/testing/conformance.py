@@ -29,7 +29,13 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from ..backend import Backend, Stored
-from ..errors import DocmemError, InvalidArgument, StoreUnavailable, VersionConflict
+from ..errors import (
+    DocmemError,
+    HistoryNotKept,
+    InvalidArgument,
+    StoreUnavailable,
+    VersionConflict,
+)
 from ..provider.document import MAX_DOCUMENT_BYTES
 from ..provider.keys import lock_scope
 from ..provider.memory import FileMemory
@@ -284,6 +290,9 @@ class BackendTests:
 
     #: Several processes may share the store; ``None`` takes the backend class's flag.
     shared_between_processes: ClassVar[bool | None] = None
+    #: The store keeps older versions: ``True`` fails a HistoryNotKept, ``False`` skips the
+    #: history tests, ``None`` asks the store (its HistoryNotKept skips them).
+    keeps_history: ClassVar[bool | None] = None
     #: Threads and increments per thread of the thread race (final value: their product).
     race_threads: ClassVar[int] = 8
     race_increments: ClassVar[int] = 25
@@ -481,6 +490,100 @@ class BackendTests:
         assert backend.read("k") == Stored(data=b"three", version=third)
         backend.purge_history("never-written")
         assert backend.read("never-written") is None
+
+    # -- history: the versions a store keeps ------------------------------------------
+
+    def _require_history(self, backend: Backend) -> None:
+        """Skip unless the store keeps history; see :attr:`keeps_history`."""
+        if self.keeps_history is False:
+            pytest.skip(f"capability: {type(self).__name__} sets keeps_history=False")
+        try:
+            backend.history("never-written")
+        except HistoryNotKept:
+            if self.keeps_history:
+                raise
+            pytest.skip(f"capability: {type(backend).__name__} keeps no history (HistoryNotKept)")
+
+    def _three_versions(self, backend: Backend, key: str) -> list[Stored]:
+        """``key`` written three times, each a different length: what each write stored."""
+        written: list[Stored] = []
+        for data in (b"v1", b"version 2", b"the third version"):
+            expected = written[-1].version if written else None
+            written.append(Stored(data=data, version=backend.write(key, data, expected=expected)))
+        return written
+
+    def test_history_is_kept_or_refused_alike(self, backend: Backend) -> None:
+        """A store keeps history for both calls or refuses both; a missing key has none."""
+        try:
+            listed = backend.history("never-written")
+        except HistoryNotKept:
+            assert not self.keeps_history, "keeps_history=True, but the store keeps none"
+            with pytest.raises(HistoryNotKept):
+                backend.read_version("never-written", _MADE_UP_VERSION)
+            return
+        assert self.keeps_history is not False, "keeps_history=False, but the store keeps some"
+        assert list(listed) == []
+        assert backend.read_version("never-written", _MADE_UP_VERSION) is None
+        backend.write("other", b"x", expected=None)
+        assert list(backend.history("never-written")) == []
+
+    def test_history_lists_versions_oldest_first_and_reads_each(self, backend: Backend) -> None:
+        self._require_history(backend)
+        written = self._three_versions(backend, "k")
+        listed = backend.history("k")
+        assert [kept.version for kept in listed] == [stored.version for stored in written]
+        for kept in listed:
+            assert isinstance(kept.size, int)
+            assert kept.size >= 0
+            assert kept.modified is None or isinstance(kept.modified, float)
+        for stored in written:
+            assert backend.read_version("k", stored.version) == stored
+        assert backend.read_version("k", _MADE_UP_VERSION) is None
+        assert sorted(backend.keys()) == ["k"], "a kept version was listed as a key"
+
+    def test_history_ends_with_the_version_read_reports(self, backend: Backend) -> None:
+        self._require_history(backend)
+        written = self._three_versions(backend, "k")
+        current = backend.read("k")
+        assert current is not None
+        assert current == written[-1]
+        assert backend.history("k")[-1].version == current.version
+        newer = backend.write("k", b"one more", expected=current.version)
+        listed = backend.history("k")
+        assert listed[-1].version == newer
+        assert [kept.version for kept in listed[-2:]] == [current.version, newer]
+
+    def test_purge_history_leaves_only_the_current_version(self, backend: Backend) -> None:
+        self._require_history(backend)
+        written = self._three_versions(backend, "k")
+        backend.write("other", b"untouched", expected=None)
+        backend.purge_history("k")
+        assert [kept.version for kept in backend.history("k")] == [written[-1].version]
+        for older in written[:-1]:
+            assert backend.read_version("k", older.version) is None
+        assert backend.read_version("k", written[-1].version) == written[-1]
+        assert backend.read("k") == written[-1]
+        newer = backend.write("k", b"after the purge", expected=written[-1].version)
+        assert [kept.version for kept in backend.history("k")] == [written[-1].version, newer]
+        assert len(backend.history("other")) == 1
+
+    def test_delete_leaves_no_history(self, backend: Backend) -> None:
+        self._require_history(backend)
+        written = self._three_versions(backend, "k")
+        backend.delete("k")
+        assert list(backend.history("k")) == []
+        for stored in written:
+            assert backend.read_version("k", stored.version) is None
+        again = backend.write("k", b"created again", expected=None)
+        assert [kept.version for kept in backend.history("k")] == [again]
+
+    def test_history_refuses_invalid_keys(self, backend: Backend) -> None:
+        self._require_history(backend)
+        for bad in _INVALID_KEYS.values():
+            with pytest.raises(InvalidArgument):
+                backend.history(cast(str, bad))
+            with pytest.raises(InvalidArgument):
+                backend.read_version(cast(str, bad), _MADE_UP_VERSION)
 
     def test_close_is_idempotent(self, make_backend: BackendFactory) -> None:
         store = make_backend()

@@ -2,34 +2,67 @@
 
 Not shared between processes. ``memory://`` opens a fresh private store;
 ``memory://name`` opens a named store shared by everything in the process
-that opens the same name (and by unpickled copies of it).
+that opens the same name (and by unpickled copies of it). Like ``file://``
+by default, it keeps the last 16 older versions of each key, so that history
+and revert can be tried without a disk.
 """
 
 from __future__ import annotations
 
+import collections
 import itertools
 import os
 import threading
+import time
 import uuid
 import weakref
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...backend import Backend, Stored, check_key
+from ...backend import Backend, KeptVersion, Stored, check_key
 from ...errors import StoreNotConfigured, StoreUnavailable, VersionConflict
 from ...options import query_options
 
 __all__ = ["MemoryBackend"]
 
+#: Older versions kept of each key: file://'s default ``history``.
+_KEPT_VERSIONS = 16
+
+#: A version and when it was written (``None``: put there around the store).
+_Dated = tuple[Stored, float | None]
+
 
 class _Space:
-    """The data of one named store and the lock that guards it."""
+    """The data of one named store and the lock that guards it.
+
+    ``written`` dates each key's current version, by version (an out-of-band
+    put in a test replaces the blob only); ``kept`` holds each key's older
+    versions, oldest first.
+    """
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.blobs: dict[str, Stored] = {}
+        self.written: dict[str, tuple[str, float]] = {}
+        self.kept: dict[str, collections.deque[_Dated]] = {}
         self.versions = itertools.count(1)
+
+    def dated(self, key: str, stored: Stored) -> _Dated:
+        """``key``'s current version ``stored`` with its date, if this store wrote it."""
+        written = self.written.get(key)
+        return stored, written[1] if written is not None and written[0] == stored.version else None
+
+    def forget(self, key: str) -> None:
+        """Drop every version of ``key``; call it holding the lock."""
+        self.blobs.pop(key, None)
+        self.written.pop(key, None)
+        self.kept.pop(key, None)
+
+
+def _listed(dated: _Dated) -> KeptVersion:
+    stored, modified = dated
+    return KeptVersion(version=stored.version, modified=modified, size=len(stored.data))
 
 
 # Named spaces live as long as the process; an anonymous one as long as a store
@@ -100,15 +133,47 @@ class MemoryBackend(Backend):
             current = space.blobs.get(key)
             if (current.version if current else None) != expected:
                 raise VersionConflict("the stored version is not the expected one")
+            if current is not None:
+                kept = space.kept.get(key)
+                if kept is None:
+                    kept = space.kept[key] = collections.deque(maxlen=_KEPT_VERSIONS)
+                kept.append(space.dated(key, current))
             version = str(next(space.versions))
             space.blobs[key] = Stored(data=bytes(data), version=version)
+            space.written[key] = (version, time.time())
             return version
 
     def delete(self, key: str) -> None:
         check_key(key)
         space = self._open_space()
         with space.lock:
-            space.blobs.pop(key, None)
+            space.forget(key)
+
+    def purge_history(self, key: str) -> None:
+        check_key(key)
+        space = self._open_space()
+        with space.lock:
+            space.kept.pop(key, None)
+
+    def history(self, key: str) -> list[KeptVersion]:
+        check_key(key)
+        space = self._open_space()
+        with space.lock:
+            current = space.blobs.get(key)
+            if current is None:
+                return []
+            older = space.kept.get(key, ())
+            return [*(_listed(dated) for dated in older), _listed(space.dated(key, current))]
+
+    def read_version(self, key: str, version: str) -> Stored | None:
+        check_key(key)
+        space = self._open_space()
+        with space.lock:
+            current = space.blobs.get(key)
+            if current is None or current.version == version:
+                return current
+            older = space.kept.get(key, ())
+            return next((stored for stored, _ in older if stored.version == version), None)
 
     def keys(self) -> Iterator[str]:
         space = self._open_space()

@@ -10,6 +10,19 @@ out over two directory levels (``ab/cd/<key>.md``) so a million scopes never
 share one directory. POSIX local disks only: ``flock`` is not reliable on NFS or
 SMB, and there is no Windows support.
 
+Each key keeps its last ``history`` older versions beside the document (see
+:class:`LocalOptions`). Still under the lock, before it writes its temp file,
+a write hard-links the document it is about to replace as ``<key>.md.~<n>``,
+``n`` one more than the key's newest kept version, and unlinks the one that
+falls out of the last ``history``; the number orders the versions whatever
+the clock's resolution. A link copies nothing, and the fsyncs the write makes
+anyway make it durable. The document itself is still changed by the rename
+alone, so a crash leaves the old or the new document; a kept version may then
+be a second name of the current one, which a listing leaves out. Keeping a
+version is best-effort: one that cannot be kept never fails the save. A store
+remembers the number it kept last per key, so a lone writer never lists the
+directory; after another writer's save it lists once.
+
 The root holds a marker file, ``.docmem-store``, written when the store is
 created (``create=true``). An existing directory is no proof that it is the
 store: the mount point of an unmounted volume is an empty directory too, and
@@ -25,19 +38,21 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import errno
 import hashlib
 import os
 import re
 import stat
 import time
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import quote, unquote_to_bytes, urlsplit
 
 import msgspec
 
-from ...backend import Backend, Stored, check_key
+from ...backend import Backend, KeptVersion, Stored, check_key
 from ...errors import (
+    HistoryNotKept,
     StoreBusy,
     StoreNotConfigured,
     StoreUnavailable,
@@ -63,6 +78,11 @@ _UNATTRIBUTED_TEMP_AGE = 3600.0
 #: Keys a store remembers having swept for older temp names before it starts over.
 _SWEPT_KEYS = 4096
 _FAN_OUT = re.compile(r"[0-9a-f]{2}")
+#: Between a document's name and a kept version's number: ``<key>.md.~<n>``.
+_KEPT = ".~"
+_KEPT_NUMBER = re.compile(r"0|[1-9][0-9]{0,17}")
+#: Keys whose newest kept version a store remembers before it starts over.
+_REMEMBERED_KEYS = 4096
 _KEY_NAME = re.compile(r"[A-Za-z0-9_-]{1,200}")
 
 _MISSING_MARKER = (
@@ -142,6 +162,16 @@ class LocalOptions(msgspec.Struct, frozen=True, kw_only=True):
     lock_timeout: Seconds = 10.0
     #: Whether a write may create the store: see the module docstring.
     create: bool = False
+    #: Older versions kept of each document, for ``docmem history`` and a revert; 0 keeps none.
+    #: Sixteen, because a poisoning spans a few turns, and 16 versions reach back past half
+    #: of the journal's 32 records; a version is at most 64 KiB, usually a few, and keeping
+    #: one costs no copy (it is a hard link of the file the write replaced).
+    history: Annotated[
+        int, msgspec.Meta(ge=0, le=1000, description="a whole number from 0 to 1000")
+    ] = 16
+
+
+_DEFAULTS = LocalOptions()
 
 
 def _read_file(path: str) -> bytes:
@@ -212,29 +242,104 @@ def _write_temp(temp: str, data: bytes) -> None:
         write_new_file(temp, data)
 
 
-def _collect_stale_temps(directory: str, key: str) -> None:
-    """Remove temp files under the names of earlier versions that crashed writers of ``key`` left.
+def _collect_stale_temps(directory: str, key: str, history: int) -> int | None:
+    """Remove what crashed writers of ``key`` left, and its kept versions beyond ``history``.
 
     Call it holding the key's lock, which makes every temp of this key a dead
     writer's (see :func:`_write_temp`); a store does it on its first write of
     each key. Temps of older versions that do not name their key go once they
     are an hour old. Even a wrong removal could not lose a save: the writer's
-    rename would fail and its save would report not committed. Housekeeping
-    never fails a save, so errors here are ignored.
+    rename would fail and its save would report not committed. Of the kept
+    versions only the newest ``history`` stay, so a store reopened with a
+    shorter history (or none) bounds what stays on disk. Returns the newest
+    kept version's number, -1 if there is none, ``None`` if the folder could
+    not be listed: housekeeping never fails a save, so errors are ignored.
     """
     prefix = _temp_prefix(key)
     horizon = time.time() - _UNATTRIBUTED_TEMP_AGE
-    with contextlib.suppress(OSError), os.scandir(directory) as entries:
-        for entry in entries:
-            if not entry.name.startswith(_TEMP):
-                continue
-            stale = entry.name.startswith(prefix) or (
-                _UNATTRIBUTED_TEMP.fullmatch(entry.name) is not None
-                and entry.stat(follow_symlinks=False).st_mtime < horizon
-            )
-            if stale:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(entry.path)
+    kept: dict[int, str] = {}
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                number = _kept_number(entry.name, key)
+                if number is not None:
+                    kept[number] = entry.path
+                elif entry.name.startswith(_TEMP) and (
+                    entry.name.startswith(prefix)
+                    or (
+                        _UNATTRIBUTED_TEMP.fullmatch(entry.name) is not None
+                        and entry.stat(follow_symlinks=False).st_mtime < horizon
+                    )
+                ):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(entry.path)
+        newest = max(kept, default=-1)
+        for number in sorted(kept)[: max(len(kept) - history, 0)]:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(kept[number])
+    except OSError:
+        return None
+    return newest
+
+
+# -- kept versions ------------------------------------------------------------------------
+
+
+def _kept_name(key: str, number: int) -> str:
+    """``<key>.md.~<number>``: a key has no ``.``, so no other key's names start like it."""
+    return f"{key}{_SUFFIX}{_KEPT}{number}"
+
+
+def _kept_number(name: str, key: str) -> int | None:
+    """The number of ``key``'s kept version named ``name``; ``None`` if it names none."""
+    prefix = f"{key}{_SUFFIX}{_KEPT}"
+    if not name.startswith(prefix) or not _KEPT_NUMBER.fullmatch(name[len(prefix) :]):
+        return None
+    return int(name[len(prefix) :])
+
+
+def _kept_versions(directory: str, key: str) -> dict[int, str]:
+    """The path of every kept version of ``key`` in ``directory``, by number: one listing."""
+    try:
+        with os.scandir(directory) as entries:
+            numbered = ((_kept_number(entry.name, key), entry.path) for entry in entries)
+            return {number: path for number, path in numbered if number is not None}
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+
+
+def _read_with_stat(path: str, *, follow: bool = True) -> tuple[bytes, os.stat_result] | None:
+    """The file's bytes and its ``fstat``, ``None`` if it is not there.
+
+    A kept version is read with ``follow=False``: a symlink planted under
+    its name is not a kept version, and is never read through.
+    """
+    flags = os.O_RDONLY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if not follow and exc.errno == errno.ELOOP:
+            return None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        chunks = []
+        while chunk := os.read(fd, 1 << 17):
+            chunks.append(chunk)
+        return b"".join(chunks), info
+    finally:
+        os.close(fd)
+
+
+def _remove_kept(directory: str, key: str) -> None:
+    """Unlink every kept version of ``key``; call it holding the lock, then sync the directory."""
+    for path in _kept_versions(directory, key).values():
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 class LocalBackend(Backend):
@@ -243,22 +348,39 @@ class LocalBackend(Backend):
     shared_between_processes = True
 
     def __init__(
-        self, root: str | os.PathLike[str], *, lock_timeout: float = 10.0, create: bool = False
+        self,
+        root: str | os.PathLike[str],
+        *,
+        lock_timeout: float = _DEFAULTS.lock_timeout,
+        create: bool = _DEFAULTS.create,
+        history: int = _DEFAULTS.history,
     ) -> None:
         self._root = _checked_root(root)
         checked = check_options(
-            LocalOptions, {"lock_timeout": lock_timeout, "create": create}, scheme="file"
+            LocalOptions,
+            {"lock_timeout": lock_timeout, "create": create, "history": history},
+            scheme="file",
         )
         self._lock_timeout = checked.lock_timeout
         self._create = checked.create
+        self._history = checked.history
         # Keys whose folder this store swept for temps under older names; the set
         # starts over when full (a second sweep costs one listing, nothing else).
         self._swept: set[str] = set()
+        # Per key, the version this store wrote last and the newest kept version's
+        # number then: while the document is still that version, the next number
+        # is known without a listing. Starts over when full, like _swept.
+        self._last_kept: dict[str, tuple[str, int]] = {}
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> LocalBackend:
         checked = parse_options(LocalOptions, url, options, scheme="file")
-        return cls(_root_of(url), lock_timeout=checked.lock_timeout, create=checked.create)
+        return cls(
+            _root_of(url),
+            lock_timeout=checked.lock_timeout,
+            create=checked.create,
+            history=checked.history,
+        )
 
     # -- is this the store? -------------------------------------------------------------
 
@@ -367,39 +489,188 @@ class LocalBackend(Backend):
             if self._current_version(path) != expected:
                 raise VersionConflict("the stored version is not the expected one")
             if key not in self._swept:
-                _collect_stale_temps(directory, key)
+                newest = _collect_stale_temps(directory, key, self._history)
+                if expected is not None and newest is not None:
+                    self._remember_kept(key, expected, newest)
                 if len(self._swept) >= _SWEPT_KEYS:
                     self._swept.clear()
                 self._swept.add(key)
+            kept = None if expected is None else self._keep(key, path, expected)
             temp = os.path.join(directory, _temp_prefix(key) + _TEMP_END)
-            _write_temp(temp, data)
             try:
-                os.replace(temp, path)
+                _write_temp(temp, data)
+                try:
+                    os.replace(temp, path)
+                except BaseException:
+                    with contextlib.suppress(OSError):
+                        os.unlink(temp)
+                    raise
             except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(temp)
+                self._unkeep(key, directory, kept)
                 raise
+            version = _version(data)
+            self._remember_kept(key, version, kept)
             try:
                 fsync_directory(directory)
             except OSError as exc:
                 raise WriteOutcomeUnknown(
                     "the document was replaced but the directory could not be synced"
                 ) from exc
-        return _version(data)
+        return version
+
+    def _keep(self, key: str, path: str, current: str) -> int | None:
+        """Hard-link the document ``path`` (version ``current``) as a kept version; its number.
+
+        Called under the key's lock before the temp file is written, so the
+        link and the unlink of the version falling out of the last
+        ``history`` are committed by the temp file's fsync, not the rename's.
+        The next number is remembered while the document is what this store
+        wrote, else found by a listing. Best-effort: ``None`` when nothing was
+        kept, and the save goes on.
+        """
+        if self._history == 0:
+            return None
+        directory = os.path.dirname(path)
+        remembered = self._last_kept.get(key)
+        try:
+            if remembered is not None and remembered[0] == current:
+                number = remembered[1] + 1
+                dropped = [number - self._history] if number >= self._history else []
+            else:
+                kept = _kept_versions(directory, key)
+                number = max(kept, default=-1) + 1
+                dropped = [older for older in kept if older <= number - self._history]
+            for older in dropped:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(directory, _kept_name(key, older)))
+            os.link(path, os.path.join(directory, _kept_name(key, number)), follow_symlinks=False)
+        except OSError:
+            self._last_kept.pop(key, None)
+            return None
+        return number
+
+    def _unkeep(self, key: str, directory: str, kept: int | None) -> None:
+        """After a failed write: the version just kept is the document that stays, not an older."""
+        self._last_kept.pop(key, None)
+        if kept is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, _kept_name(key, kept)))
+
+    def _remember_kept(self, key: str, version: str, newest: int | None) -> None:
+        """The document of ``key`` is ``version`` and its newest kept version is ``newest``."""
+        if newest is None:
+            self._last_kept.pop(key, None)
+            return
+        if len(self._last_kept) >= _REMEMBERED_KEYS and key not in self._last_kept:
+            self._last_kept.clear()
+        self._last_kept[key] = (version, newest)
 
     def delete(self, key: str) -> None:
+        """Remove the document and every kept version of it, the kept versions first.
+
+        So a crash part way leaves the document, and the delete can be run
+        again; kept versions of a document removed out of band go too.
+        """
         path = self.path(key)
+        directory = os.path.dirname(path)
         try:
             os.lstat(path)
         except (FileNotFoundError, NotADirectoryError):
             self._state()
-            return  # nothing to purge; no lock file or directories for a no-op
+            if not self._listed_kept(directory, key):
+                return  # nothing to purge; no lock file or directories for a no-op
         except OSError as exc:
             raise StoreUnavailable(f"cannot reach the file:// store ({exc.strerror})") from exc
         with self._locked(path):
+            _remove_kept(directory, key)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
-            fsync_directory(os.path.dirname(path))
+            fsync_directory(directory)
+        self._last_kept.pop(key, None)
+
+    def purge_history(self, key: str) -> None:
+        """Unlink every kept version of ``key`` under its lock, whatever ``history`` is now.
+
+        An erase's last step: versions kept while the store was opened with a
+        longer history, or before it was opened with ``history=0``, go too.
+        """
+        path = self.path(key)
+        directory = os.path.dirname(path)
+        if not self._listed_kept(directory, key):
+            return  # nothing kept: no lock file or directories for a no-op
+        with self._locked(path):
+            _remove_kept(directory, key)
+            fsync_directory(directory)
+        self._last_kept.pop(key, None)
+
+    def history(self, key: str) -> list[KeptVersion]:
+        """The kept versions of ``key`` oldest first (by their numbers), the current one last.
+
+        Read without the lock: a write landing meanwhile may leave its newest
+        kept version out, or list it as the current one only.
+        """
+        path = self._path_with_history(key)
+        current = self._current_with_stat(path)
+        if current is None:
+            return []
+        data, info = current
+        # A crash between a link and its rename leaves a second name of one file: list it once.
+        seen = {(info.st_dev, info.st_ino)}
+        older: list[KeptVersion] = []
+        for found_data, found in self._kept_files(path, key):
+            if (found.st_dev, found.st_ino) not in seen:
+                seen.add((found.st_dev, found.st_ino))
+                older.append(KeptVersion(_version(found_data), found.st_mtime, len(found_data)))
+        return [*older, KeptVersion(_version(data), info.st_mtime, len(data))]
+
+    def read_version(self, key: str, version: str) -> Stored | None:
+        """The current document or the kept one whose bytes have ``version``; ``None`` if gone."""
+        path = self._path_with_history(key)
+        current = self._current_with_stat(path)
+        if current is None:
+            return None
+        if _version(current[0]) == version:
+            return Stored(data=current[0], version=version)
+        for found_data, _ in self._kept_files(path, key):
+            if _version(found_data) == version:
+                return Stored(data=found_data, version=version)
+        return None
+
+    def _path_with_history(self, key: str) -> str:
+        """``key``'s path, or HistoryNotKept when this store keeps no older versions."""
+        path = self.path(key)
+        if self._history == 0:
+            raise HistoryNotKept("file:// opened with history=0 keeps no older versions")
+        return path
+
+    def _current_with_stat(self, path: str) -> tuple[bytes, os.stat_result] | None:
+        """The document's bytes and stat; ``None`` (once the store is known) if there is none."""
+        try:
+            current = _read_with_stat(path)
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot read from the file:// store ({exc.strerror})") from exc
+        if current is None:
+            self._state()
+        return current
+
+    def _kept_files(self, path: str, key: str) -> Iterator[tuple[bytes, os.stat_result]]:
+        """Bytes and stat of each kept version of ``key`` that is a regular file, oldest first."""
+        kept = self._listed_kept(os.path.dirname(path), key)
+        try:
+            for _, kept_path in sorted(kept.items()):
+                found = _read_with_stat(kept_path, follow=False)
+                if found is not None:
+                    yield found
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot read from the file:// store ({exc.strerror})") from exc
+
+    @staticmethod
+    def _listed_kept(directory: str, key: str) -> dict[int, str]:
+        """:func:`_kept_versions`, an unreadable folder being StoreUnavailable."""
+        try:
+            return _kept_versions(directory, key)
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot list the file:// store ({exc.strerror})") from exc
 
     def keys(self) -> Iterator[str]:
         if self._state() == "absent":
@@ -423,4 +694,7 @@ class LocalBackend(Backend):
 
     @property
     def options(self) -> dict[str, Any]:
-        return {"lock_timeout": self._lock_timeout, "create": self._create}
+        options: dict[str, Any] = {"lock_timeout": self._lock_timeout, "create": self._create}
+        if self._history != _DEFAULTS.history:
+            options["history"] = self._history
+        return options

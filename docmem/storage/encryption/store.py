@@ -6,7 +6,9 @@ adapters, the command line and the transfer commands work on it unchanged:
 envelope to the wrapped store's own conditional write, and version tokens
 pass through untouched, so conditional-write semantics (and a replayed old
 ciphertext's conflict) are the wrapped store's. Only bytes change: keys,
-listing, ``delete`` and ``purge_history`` are the wrapped store's.
+listing, ``delete``, ``purge_history`` and ``history`` are the wrapped
+store's (a kept version's size is its envelope's), and ``read_version``
+opens a kept envelope as ``read`` opens the current one.
 
 URL form: ``encrypted+<the store's URL>``, with the options below in its
 query or as keywords (``encrypted+s3://bucket/prefix?keyring=kms:alias/docmem``);
@@ -186,6 +188,17 @@ class EncryptedStore(DelegatingBackend):
         stored = self._inner.read_recent(key)
         return None if stored is None else Stored(self.decrypt(key, stored.data), stored.version)
 
+    def read_version(self, key: str, version: str) -> Stored | None:
+        """A kept version, opened like the current one: its envelope names the same key.
+
+        It is not remembered as the scope's last document, and its data key
+        is not taken for writing: an older version is read, never built on.
+        """
+        stored = self._inner.read_version(key, version)
+        if stored is None:
+            return None
+        return Stored(self._open(key, stored.data, remember=False), stored.version)
+
     def write(self, key: str, data: bytes, *, expected: str | None) -> str:
         check_key(key)
         if not isinstance(data, (bytes, bytearray, memoryview)):
@@ -214,6 +227,10 @@ class EncryptedStore(DelegatingBackend):
 
     def decrypt(self, key: str, data: bytes) -> bytes:
         """The document the stored bytes ``data`` of ``key`` hold; see the class docstring."""
+        return self._open(key, data, remember=True)
+
+    def _open(self, key: str, data: bytes, *, remember: bool) -> bytes:
+        """:meth:`decrypt`; unless ``remember``, the caches of what is current stay as they were."""
         known = self._documents.get(key, data)
         if known is not None:
             return known
@@ -240,9 +257,10 @@ class EncryptedStore(DelegatingBackend):
             associated_data(key, envelope.header),
             what="the encrypted document",
         )
-        if fresh:
-            self._keys.remember(key, data_key, primary=keyring.primary.key_id)
-        self._documents.put(key, bytes(data), plaintext)
+        if remember:
+            if fresh:
+                self._keys.remember(key, data_key, primary=keyring.primary.key_id)
+            self._documents.put(key, bytes(data), plaintext)
         return plaintext
 
     def stored_key_id(self, key: str) -> str | None:

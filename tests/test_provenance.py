@@ -20,6 +20,7 @@ from docmem.provider.document import (
     parse,
     render_recall,
     serialize,
+    skim,
 )
 from docmem.provider.journal import JournalRecord
 from docmem.provider.provenance import Provenance, Restored
@@ -232,3 +233,28 @@ def test_to_dict_gives_iso_times_and_the_restoring_revert() -> None:
         "restored_at": "2025-12-02T00:01:40.000Z",
         "restored_by": "undo",
     }
+
+
+@pytest.mark.parametrize("vector", VECTORS["valid"], ids=lambda vector: str(vector["why"]))
+def test_skim_reads_what_parse_reads_from_the_header(vector: dict[str, Any]) -> None:
+    data = vector["text"].encode("utf-8")
+    document = parse(data)
+    skimmed = skim(data)
+    assert skimmed.revision == document.revision
+    assert skimmed.provenance == document.provenance
+    assert skimmed.entries == len(document.entries)
+
+
+@pytest.mark.parametrize(
+    "vector",
+    # Not "provenance for a missing entry": only the entry lines tell, and skim reads none.
+    [
+        v
+        for v in VECTORS["corrupt"]
+        if v["why"].startswith("docmem/2") and "missing entry" not in v["why"]
+    ],
+    ids=lambda vector: str(vector["why"]),
+)
+def test_skim_refuses_a_corrupt_header(vector: dict[str, Any]) -> None:
+    with pytest.raises(DocumentCorrupt):
+        skim(vector["text"].encode("utf-8"))

@@ -6,9 +6,12 @@
     docmem save    --store URL --key memkey1_... "Prefers metric units." --mutation-id op-1
     docmem inspect --store URL --key memkey1_... op-1
     docmem stats   --store URL
+    docmem audit   --store URL --session sess-1 --keys-only > scopes.txt
+    docmem revert  --store URL --scopes scopes.txt --before 2026-12-02T07:00:00Z --dry-run
 
 Commands: ``show | save TEXT | remove INDEX | erase | inspect MUTATION_ID |
-history | probe | stats | mcp``; ``docs/cli.md`` lists every flag, JSON field
+history | revert | audit | probe | stats | rekey | keyring | export | import |
+verify | fence | unfence | migrate | mcp``; ``docs/cli.md`` lists every flag, JSON field
 and exit code (0 success, 1 a docmem error whose one-line message starts with
 its code, 2 a usage error). This module imports nothing of its own at load
 time: the parser and each command are imported when used, so

@@ -20,7 +20,7 @@ from docmem.provider.keys import LockedScope, ScopeValue, lock_scope
 
 from .command import UsageError
 
-__all__ = ["Address", "resolve"]
+__all__ = ["Address", "by_storage_key", "is_storage_key", "resolve"]
 
 _STORAGE_KEY = re.compile(r"memkey1_[A-Za-z0-9_-]{43}")
 
@@ -67,7 +67,7 @@ def resolve(arguments: argparse.Namespace) -> Address:
     if arguments.key is not None:
         if given or arguments.namespace is not None:
             raise UsageError("--key names the scope by itself: drop --namespace and the scope")
-        return Address(_by_storage_key(arguments.key), by_key=True)
+        return by_storage_key(arguments.key)
     if not given and arguments.namespace is None:
         raise UsageError(
             "name the scope: --namespace NS with --scope PART (repeatable), --scalar-scope "
@@ -103,12 +103,17 @@ def _principal_scope(text: str, issuer: str | None) -> tuple[str, str, str, str]
     return scope
 
 
-def _by_storage_key(key: str) -> LockedScope:
-    """A locked scope known by its storage key alone: all a stored document is found by.
+def is_storage_key(text: str) -> bool:
+    """Whether ``text`` is spelled as a storage key: ``memkey1_`` and 43 base64url characters."""
+    return _STORAGE_KEY.fullmatch(text) is not None
+
+
+def by_storage_key(key: str) -> Address:
+    """The scope known by its storage key alone (``--key``, a line of ``revert --scopes``).
 
     Its namespace and scope keys are blank; nothing here reports them
     (:meth:`Address.fields` says ``None``), and FileMemory uses only the storage key.
     """
-    if not _STORAGE_KEY.fullmatch(key):
+    if not is_storage_key(key):
         raise InvalidArgument("a storage key is memkey1_ followed by 43 base64url characters")
-    return LockedScope(namespace_key="", scope_key="", storage_key=key)
+    return Address(LockedScope(namespace_key="", scope_key="", storage_key=key), by_key=True)

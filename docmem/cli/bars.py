@@ -1,6 +1,7 @@
 """Progress bars for the commands that walk a store: tqdm on stderr, on a terminal only.
 
-:func:`new_bar` makes one bar (``stats``, ``rekey``); :class:`Bars` is the
+:func:`new_bar` makes one bar (``stats``, ``rekey``, ``audit``, ``revert``),
+and :func:`echo` prints a result line on stdout without tearing it; :class:`Bars` is the
 :class:`docmem.progress.Progress` of the transfer commands, one bar per
 phase (count, rate and ETA from tqdm, the bytes as its postfix), and prints
 the steps a migration notes. With ``--quiet``, ``--json`` or on a pipe there
@@ -16,7 +17,7 @@ from docmem.storage.progress import Progress
 
 from .report import Reporter
 
-__all__ = ["Bar", "Bars", "human_bytes", "new_bar"]
+__all__ = ["Bar", "Bars", "echo", "human_bytes", "new_bar"]
 
 
 class Bar(Protocol):
@@ -43,6 +44,22 @@ def new_bar(report: Reporter, *, total: int | None, unit: str, desc: str) -> Bar
     from tqdm import tqdm
 
     return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, leave=False, dynamic_ncols=True)
+
+
+def echo(bar: Bar, text: str) -> None:
+    """Print ``text`` on stdout now, the bar (if any) cleared first and drawn again after.
+
+    For commands that print each result as it comes (``audit``, ``revert
+    --scopes``): a line written under a bar on the same terminal would
+    otherwise be torn by its next redraw.
+    """
+    if isinstance(bar, _NoBar):
+        print(text, flush=True)
+        return
+    from tqdm import tqdm
+
+    tqdm.write(text, file=sys.stdout)
+    sys.stdout.flush()
 
 
 def human_bytes(count: int) -> str:

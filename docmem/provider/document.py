@@ -45,6 +45,7 @@ __all__ = [
     "MAX_INDEX",
     "MAX_INPUT_BYTES",
     "MemoryDocument",
+    "Skimmed",
     "new_document",
     "normalize_entry",
     "parse",
@@ -52,6 +53,7 @@ __all__ = [
     "render_recall",
     "serialize",
     "serialize_shrinking",
+    "skim",
 ]
 
 MAX_ENTRY_BYTES = 2048
@@ -316,6 +318,43 @@ def parse(data: bytes) -> MemoryDocument:
         provenance=provenance,
         erase_revision=header.erased,
     )
+
+
+@dataclass(frozen=True)
+class Skimmed:
+    """What the header line alone says of a document: for a walk over a whole store.
+
+    ``entries`` is the number of entry lines, counted, not checked.
+    """
+
+    revision: int
+    provenance: Mapping[int, Provenance]
+    entries: int
+
+
+def skim(data: bytes) -> Skimmed:
+    """The revision and provenance of stored bytes, from the header line alone.
+
+    For ``docmem audit``, which looks at every entry's provenance and needs
+    the entries of only the documents it lists: the header is checked as
+    strictly as :func:`parse` checks it (DocumentCorrupt), the entry lines
+    are not read, so only :func:`parse` finds them corrupt. About a tenth of
+    a parse's work on a typical document.
+    """
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise _corrupt(f"document over {MAX_DOCUMENT_BYTES:,} bytes")
+    end = data.find(b"\n")
+    if end < 0:
+        raise _corrupt("missing final newline")
+    try:
+        line: str | None = data[:end].decode("utf-8")
+    except UnicodeDecodeError:
+        line = None
+    if line is None:
+        raise _corrupt("not valid UTF-8")
+    header = _parse_header(line)
+    provenance = {} if isinstance(header, _Header) else {r.index: r for r in header.prov}
+    return Skimmed(header.rev, provenance, data.count(b"\n") - 1)
 
 
 # Each refusal below is raised after its except block: raised inside it, even

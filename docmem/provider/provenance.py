@@ -110,13 +110,22 @@ def problem(record: Provenance) -> str | None:
 
 
 def _valid_id(value: str) -> bool:
-    # Lone surrogates cannot arrive through JSON decoding into msgspec strings
-    # without failing to encode here; the size bounds the header.
+    """Non-empty and at most :data:`MAX_ID_BYTES` of UTF-8: every document parse asks."""
+    if 0 < len(value) * 4 <= MAX_ID_BYTES:  # four bytes a code point at most
+        return value.isascii() or _encodes(value)
     try:
         size = len(value.encode("utf-8"))
-    except UnicodeEncodeError:
+    except UnicodeEncodeError:  # a lone surrogate, from code (JSON decoding refuses one)
         return False
     return 0 < size <= MAX_ID_BYTES
+
+
+def _encodes(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _moment(milliseconds: int) -> datetime.datetime:

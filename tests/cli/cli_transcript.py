@@ -14,6 +14,7 @@ and ``PYTHONDONTWRITEBYTECODE=1``, so no ``__pycache__`` lands in the checkout.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -21,11 +22,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["DOCMEM", "GOLDEN", "Ran", "Transcript", "base_environment", "docmem"]
+__all__ = ["DOCMEM", "GOLDEN", "VOLATILE", "Ran", "Transcript", "base_environment", "docmem"]
 
 #: The console script pip installed next to this interpreter.
 DOCMEM = Path(sys.executable).parent / "docmem"
 GOLDEN = Path(__file__).resolve().parent / "golden"
+#: What differs between runs of one session, by pattern: the time a save was asked for or a
+#: version written (ISO 8601, as provenance and history print it) and file://'s version
+#: tokens (a digest of the bytes, which hold those times). Keys are 43 characters too, but
+#: always after their ``memkey1_`` prefix, which the lookbehind refuses.
+VOLATILE: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?Z?"), "<time>"),
+    (re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"), "<version>"),
+)
 
 
 def base_environment(**extra: str) -> dict[str, str]:
@@ -79,7 +88,8 @@ class Transcript:
     """Runs steps in one environment, records them, and compares the record to a golden file.
 
     ``replace`` maps text that differs between runs (a temporary directory)
-    to a stable placeholder in the record.
+    to a stable placeholder in the record; :data:`VOLATILE` does the same by
+    pattern for what every run writes anew (times, version tokens).
     """
 
     env: dict[str, str]
@@ -110,6 +120,8 @@ class Transcript:
         """``text`` with what differs between runs replaced by its placeholder."""
         for raw, placeholder in sorted(self.replace.items(), key=lambda item: -len(item[0])):
             text = text.replace(raw, placeholder)
+        for pattern, placeholder in VOLATILE:
+            text = pattern.sub(placeholder, text)
         return text
 
     def text(self) -> str:

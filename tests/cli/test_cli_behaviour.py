@@ -58,6 +58,8 @@ def test_help_lists_every_command_and_exits_0() -> None:
         "erase",
         "inspect",
         "history",
+        "revert",
+        "audit",
         "probe",
         "stats",
         "mcp",

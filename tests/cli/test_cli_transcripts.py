@@ -68,6 +68,11 @@ def play_session(t: Transcript, *json: str) -> None:
     t.run("history", *ALICE, *json)
     t.run("erase", *BOB, "--yes", "--mutation-id", "op-9", *json)  # nothing there
     t.run("stats", *json)
+    t.run("show", *ALICE, "--provenance", *json)
+    t.run("revert", *ALICE, "--to", "5", "--dry-run", *json)  # op-8's entry would go
+    t.run("revert", *ALICE, "--to", "5", "--mutation-id", "op-10", *json)
+    t.run("inspect", *ALICE, "op-10", *json)
+    t.run("audit", "--by", "cli", *json)
 
 
 def test_a_session_in_human_form(tmp_path: Path) -> None:

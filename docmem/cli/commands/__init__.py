@@ -22,6 +22,8 @@ NAMES = (
     "erase",
     "inspect",
     "history",
+    "revert",
+    "audit",
     "probe",
     "stats",
     "rekey",

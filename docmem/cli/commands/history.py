@@ -1,28 +1,29 @@
-"""``docmem history``: a scope's older versions, where the store keeps them.
+"""``docmem history``: the versions the store keeps of a scope, each read as a document.
 
-docmem-fsspec keeps each document as a commit log of immutable versions
-(``FsspecBackend.history`` and ``read_version``); ``file://``, ``s3://`` and
-``memory://`` replace a document in place, and the command says so plainly.
-Each version is listed with what changed it (the op of its own journal
-record) and its entry count, never its text: ``docmem show --at VERSION``
-shows one.
+Every store answers the same way (:meth:`docmem.backend.Backend.history`,
+read through :func:`docmem.provider.history.kept_revisions`): ``file://``
+and ``memory://`` keep the last versions of each document, docmem-fsspec its
+commit log, docmem-s3 a versioned bucket's versions. A store that keeps none
+says why in its own terms (``HistoryNotKept``), and the command prints that
+and succeeds: no history is an answer, not a failure. Each version is listed
+with its revision (what ``docmem revert --to`` takes), its entry count and
+what made it (the op of its own journal record), never its text: ``docmem
+show --at VERSION`` shows one.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
-from docmem.backend import Backend, Stored
-from docmem.errors import DocumentCorrupt
-from docmem.provider.document import parse
+from docmem.errors import HistoryNotKept
+from docmem.provider.history import KeptRevision
 
 from ..address import resolve
 from ..command import Command
 from ..flags import add_output, add_scope, add_store
+from ..memory import PLAIN_SLOT, bound
+from ..moments import iso_milliseconds, milliseconds_of_seconds
 from ..report import Reporter, counted
 from ..store import open_from
 
@@ -32,7 +33,7 @@ _HEADER = ("version", "modified (UTC)", "bytes", "revision", "entries", "change"
 
 
 class History(Command):
-    help = "list a scope's older versions, where the store keeps them"
+    help = "list the versions the store keeps of a scope"
 
     def configure(self, parser: argparse.ArgumentParser) -> None:
         add_store(parser)
@@ -40,15 +41,15 @@ class History(Command):
         add_output(parser)
 
     def run(self, arguments: argparse.Namespace, report: Reporter) -> int:
-        """List the versions oldest first, or say that the store keeps none."""
+        """List the versions oldest first, or say why the store keeps none."""
         address = resolve(arguments)
         report.note(**address.fields())
         with open_from(arguments) as store:
-            history = getattr(store, "history", None)
-            read_version = getattr(store, "read_version", None)
-            if not (callable(history) and callable(read_version)):
-                return report.done(_not_kept(store), supported=False, versions=[])
-            versions = [_version(read_version, address.key, kept) for kept in history(address.key)]
+            try:
+                kept = bound(store, address, PLAIN_SLOT).history()
+            except HistoryNotKept as refusal:
+                return report.done(refusal.message, supported=False, versions=[])
+        versions = [_row(revision) for revision in kept]
         if not versions:
             return report.done(
                 f"no versions are stored under {address.key}", supported=True, versions=[]
@@ -65,49 +66,21 @@ class History(Command):
 COMMAND = History()
 
 
-def _not_kept(store: Backend) -> str:
-    scheme = urlsplit(store.url).scheme or "this store"
-    return (
-        f"{scheme}:// keeps no older versions: each change replaces the document in place. "
-        "docmem-fsspec stores (fsspec+file://, fsspec+s3://, gs://, az://) keep them"
-    )
-
-
-def _version(
-    read_version: Callable[[str, str], Stored | None], key: str, kept: Any
-) -> dict[str, Any]:
+def _row(kept: KeptRevision) -> dict[str, Any]:
     """One version's row: the store's facts, and what its document says (never its text)."""
-    modified = kept.modified
-    row: dict[str, Any] = {
-        "version": kept.version,
-        "modified": None if modified is None else _timestamp(modified),
-        "bytes": kept.size,
-        "state": "gone",
-        "revision": None,
-        "entries": None,
-        "op": None,
+    modified = kept.kept.modified
+    document = kept.document
+    return {
+        "version": kept.kept.version,
+        "modified": None
+        if modified is None
+        else iso_milliseconds(milliseconds_of_seconds(modified)),
+        "bytes": kept.kept.size,
+        "state": kept.state,
+        "revision": kept.revision,
+        "entries": None if document is None else len(document.entries),
+        "op": kept.op,
     }
-    stored = read_version(key, kept.version)
-    if stored is None:
-        return row  # collected since the listing
-    try:
-        document = parse(bytes(stored.data))
-    except DocumentCorrupt:
-        row["state"] = "corrupt"
-        return row
-    made_by = next((r for r in document.journal if r.rev == document.revision), None)
-    row.update(
-        state="ok",
-        revision=document.revision,
-        entries=len(document.entries),
-        op=made_by.op if made_by is not None else None,
-    )
-    return row
-
-
-def _timestamp(seconds: float) -> str:
-    moment = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _table(versions: list[dict[str, Any]]) -> str:
@@ -121,6 +94,7 @@ def _table(versions: list[dict[str, Any]]) -> str:
             f"{row['bytes']:,}",
             cell(row["revision"]),
             cell(row["entries"]),
+            # What made it; for a version that cannot be read, why: gone or corrupt.
             row["op"] or (row["state"] if row["state"] != "ok" else "-"),
         )
         for row in versions

@@ -1,4 +1,9 @@
-"""``docmem inspect MUTATION_ID``: whether a mutation landed, from the document's journal."""
+"""``docmem inspect MUTATION_ID``: whether a mutation landed, from the document's journal.
+
+For a save whose entry is still there, also that entry's provenance (when,
+by whom, in which session): the journal answers "did it land", the
+provenance "where did this come from".
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from ..address import resolve
 from ..command import Command
 from ..flags import add_output, add_scope, add_store
 from ..memory import PLAIN_SLOT, bound
+from ..provenance import described, fields
 from ..report import Reporter
 from ..store import open_from
 
@@ -22,7 +28,7 @@ class Inspect(Command):
         add_scope(parser)
         add_output(parser)
         parser.add_argument(
-            "mutation_id", metavar="MUTATION_ID", help="the id save/remove/erase used"
+            "mutation_id", metavar="MUTATION_ID", help="the id save/remove/erase/revert used"
         )
 
     def run(self, arguments: argparse.Namespace, report: Reporter) -> int:
@@ -42,19 +48,23 @@ class Inspect(Command):
                 outcome=None,
                 index=None,
                 revision=None,
+                provenance=None,
             )
-        what = (
-            "erased the memory"
-            if record.index is None
-            else f"{record.outcome} memory {record.index}"
-        )
+        if record.index is not None:
+            what = f"{record.outcome} memory {record.index}"
+        else:  # an erase or a revert: the whole memory
+            what = f"{record.outcome} the memory"
+        line = f"mutation {mutation_id} landed: {what} at revision {record.revision}"
+        if record.provenance is not None:
+            line += f"\nmemory {record.index}: {described(record.provenance)}"
         return report.done(
-            f"mutation {mutation_id} landed: {what} at revision {record.revision}",
+            line,
             landed=True,
             op=record.op,
             outcome=record.outcome,
             index=record.index,
             revision=record.revision,
+            provenance=fields(record.provenance),
         )
 
 

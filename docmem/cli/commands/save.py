@@ -1,4 +1,8 @@
-"""``docmem save TEXT``: one entry saved through FileMemory, under a mutation id it prints."""
+"""``docmem save TEXT``: one entry saved through FileMemory, under a mutation id it prints.
+
+The entry's provenance says ``by "cli"``, so an audit tells an operator's
+fix from what the model or the application saved.
+"""
 
 from __future__ import annotations
 
@@ -44,7 +48,7 @@ class Save(Command):
         text: str = sys.stdin.read() if arguments.text == "-" else arguments.text
         with open_from(arguments) as store:
             memory = bound(store, address, arguments.slot, max_characters=arguments.max_characters)
-            result = memory.save(text, mutation_id=mutation_id)
+            result = memory.save(text, mutation_id=mutation_id, made_by="cli")
         if result.status == "saved":
             line = f"saved as memory {result.index} at revision {result.revision}"
         elif result.status == "replayed":

@@ -1,7 +1,10 @@
 """``docmem show``: a scope's memory as the model sees it (its recall message), if it has one.
 
-``--at VERSION`` shows an older version instead, from a store that keeps
-them (docmem-fsspec; ``docmem history`` lists them).
+``--at VERSION`` shows an older version instead (``docmem history`` lists
+them); ``--provenance`` shows, under each entry, where it came from (when,
+by whom, under which mutation and session, whether a revert brought it
+back), which the model never sees. ``--json`` always carries each entry's
+provenance.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from ..address import resolve
 from ..command import Command
 from ..flags import add_output, add_scope, add_store
 from ..memory import bound
+from ..provenance import described, fields
 from ..report import Reporter, counted
 from ..store import open_from
 
@@ -36,7 +40,12 @@ class Show(Command):
         parser.add_argument(
             "--at",
             metavar="VERSION",
-            help="an older version, from `docmem history` (docmem-fsspec)",
+            help="an older version, from `docmem history`",
+        )
+        parser.add_argument(
+            "--provenance",
+            action="store_true",
+            help="under each entry, when and by whom it was saved (instead of the recall message)",
         )
 
     def run(self, arguments: argparse.Namespace, report: Reporter) -> int:
@@ -65,14 +74,18 @@ class Show(Command):
         count = len(document.entries)
         at = "" if arguments.at is None else f" (version {arguments.at})"
         header = f"{address.key}{at}  revision {document.revision}, {counted(count, 'entry')}"
+        body = _with_provenance(document) if arguments.provenance else rendered
         return report.done(
-            rendered if report.quiet else f"{header}\n\n{rendered}",
+            body if report.quiet else f"{header}\n\n{body}",
             shown=True,
             exists=True,
             revision=document.revision,
             last_index=document.last,
             fence=document.fence,
-            entries=[{"index": index, "text": text} for index, text in document.entries.items()],
+            entries=[
+                {"index": index, "text": text, "provenance": fields(document.provenance.get(index))}
+                for index, text in document.entries.items()
+            ],
             rendered=rendered,
         )
 
@@ -80,15 +93,20 @@ class Show(Command):
 COMMAND = Show()
 
 
+def _with_provenance(document: MemoryDocument) -> str:
+    """Each entry as ``index: text``, its provenance on the line under it."""
+    if not document.entries:
+        return "(no entries)"
+    lines: list[str] = []
+    for index, text in document.entries.items():
+        lines.append(f"{index}: {text}")
+        lines.append(f"    {described(document.provenance.get(index))}")
+    return "\n".join(lines)
+
+
 def _older(store: Backend, key: str, version: str) -> MemoryDocument:
-    """An older version of the document, from a store that keeps them (docmem-fsspec)."""
-    read_version = getattr(store, "read_version", None)
-    if not callable(read_version):
-        raise InvalidArgument(
-            "this store keeps no older versions, so there is nothing to show --at; "
-            "docmem-fsspec stores keep them (see `docmem history`)"
-        )
-    stored = read_version(key, version)
+    """An older version of the document (HistoryNotKept from a store that keeps none)."""
+    stored = store.read_version(key, version)
     if stored is None:
         raise InvalidArgument(
             "that version of this key is not kept (collected, purged or never written): "

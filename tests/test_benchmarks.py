@@ -209,3 +209,37 @@ def test_hot_scope_benchmark_quick_run_checks_every_entry_and_counts_lost_races(
     assert grouped.startswith("group commit: all 40 entries present in 2 of 2 runs")
     assert alone.startswith("one write per save: all 40 entries present in 2 of 2 runs")
     assert re.search(r"per save 0\.\d\d writes", grouped), "group commit shared no write"
+
+
+PROVENANCE_FILE_ROWS = ("save, file://", "save, file://, history=0", "recall, file://")
+PROVENANCE_AUDIT_ROW = "audit, 1,000 scopes"
+
+
+def test_provenance_benchmark_quick_run_compares_both_releases() -> None:
+    env = {name: value for name, value in os.environ.items() if name != "LOCALSTACK_ENDPOINT"}
+    report = json.loads(run("provenance.py", "--quick", "--json", env=env))
+    assert (report["format"], report["benchmark"]) == ("docmem-benchmarks/1", "provenance")
+    assert report["settings"]["audit_scopes"] == 1_000
+    assert report["machine"]["cpus"]
+    results = {result["name"]: result for result in report["results"]}
+    skipped = dict(entry.split(": ", 1) for entry in report["skipped"])
+    assert skipped.pop("save, s3://").startswith("no S3 endpoint")
+    if "save, file://" in skipped:  # no git, or no previous release in a shallow clone
+        assert all(name in skipped for name in PROVENANCE_FILE_ROWS), skipped
+    else:
+        assert list(results)[:3] == list(PROVENANCE_FILE_ROWS)
+        assert report["context"]["baseline"].startswith(report["context"]["baseline_ref"])
+    if (BENCHMARKS.parent / "docmem" / "cli" / "commands" / "audit.py").exists():
+        assert results[PROVENANCE_AUDIT_ROW]["checked"], results[PROVENANCE_AUDIT_ROW]["notes"]
+    else:
+        assert skipped[PROVENANCE_AUDIT_ROW].startswith("docmem audit is not in this checkout")
+    for name, result in results.items():
+        assert "(" not in name, "a measured detail belongs in detail, not the name"
+        assert result["subject_seconds"] > 0
+        assert result["baseline_seconds"] > 0
+        assert math.isclose(result["ratio"], result["subject_seconds"] / result["baseline_seconds"])
+        spread = result["ratio_spread"]
+        assert 0 < spread["p25"] <= spread["p75"], spread
+        assert result["target"] > 0
+        assert isinstance(result["passed"], bool)
+    assert report["errors"] == []

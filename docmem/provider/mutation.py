@@ -115,7 +115,9 @@ class RevertResult:
     """A committed revert (``"reverted"``), one that changes nothing (``"unchanged"``), a replay.
 
     ``removed`` and ``restored`` are the indexes the revert took out and
-    brought back (empty for a replay, whose effect is no longer known).
+    brought back. A retry answered from the journal is ``"reverted"`` with
+    both empty, as a save's retry is ``"saved"``: the record says it landed,
+    not what it changed; ``"replayed"`` is an id found only among the older ids.
     """
 
     status: Literal["reverted", "unchanged", "replayed"]

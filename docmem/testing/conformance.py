@@ -33,6 +33,7 @@ from ..errors import (
     DocmemError,
     HistoryNotKept,
     InvalidArgument,
+    RevertRefused,
     StoreUnavailable,
     VersionConflict,
 )
@@ -576,6 +577,78 @@ class BackendTests:
             assert backend.read_version("k", stored.version) is None
         again = backend.write("k", b"created again", expected=None)
         assert [kept.version for kept in backend.history("k")] == [again]
+
+    def test_a_revert_and_a_racing_save_are_arbitrated_by_compare_and_swap(
+        self, make_backend: BackendFactory
+    ) -> None:
+        """Two clients, one reverting and one saving at once: both land, one after the other.
+
+        Each client its own store and its own ``FileMemory`` without group
+        commit, as two processes would be: the loser of a race reads again
+        and decides again, so the final document is one of the two orders
+        and both journal records are in it (docs/design.md, section 3.1).
+        """
+        first = make_backend()
+        self._require_history(first)
+        second = pickle.loads(pickle.dumps(first))  # the same store, another client
+        scope = lock_scope(namespace="docmem-conformance", scope="revert-race")
+        saver = FileMemory(first, group_commit=False).bind(scope, slot="user")
+        reverter = FileMemory(second, group_commit=False).bind(scope, slot="user")
+        saver.save("Kept.", mutation_id="kept")
+        good = saver.save("Also kept.", mutation_id="also-kept").revision
+        saver.save("Poison.", mutation_id="poison")
+        barrier = threading.Barrier(2)
+        results: dict[str, Any] = {}
+
+        def run(name: str, mutate: Callable[[], object]) -> None:
+            barrier.wait()
+            try:
+                results[name] = mutate()
+            except Exception as error:  # reported below, in the test's thread
+                results[name] = error
+
+        def save() -> None:
+            run("save", lambda: saver.save("Racing.", mutation_id="racing"))
+
+        def revert() -> None:
+            run("revert", lambda: reverter.revert(good, mutation_id="undo"))
+
+        threads = [threading.Thread(target=save), threading.Thread(target=revert)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert set(results) == {"save", "revert"}, "a racing mutation did not finish"
+        for outcome in results.values():
+            if isinstance(outcome, Exception):
+                raise outcome
+        document = saver.read()
+        assert document is not None
+        assert document.revision == good + 3
+        assert saver.inspect("racing") is not None
+        assert saver.inspect("undo") is not None
+        texts = set(document.entries.values())
+        assert texts in ({"Kept.", "Also kept.", "Racing."}, {"Kept.", "Also kept."})
+        assert "Poison." not in texts
+        saved_last = results["save"].revision > results["revert"].revision
+        assert ("Racing." in texts) == saved_last
+
+    def test_an_erase_leaves_nothing_a_revert_could_restore(
+        self, make_backend: BackendFactory
+    ) -> None:
+        """Right to be forgotten: after an erase no kept version holds an erased entry."""
+        store = make_backend()
+        self._require_history(store)
+        scope = lock_scope(namespace="docmem-conformance", scope="erase-history")
+        memory = FileMemory(store).bind(scope, slot="user")
+        memory.save(CANARY, mutation_id="canary")
+        good = memory.save("Second note.", mutation_id="second").revision
+        memory.erase(mutation_id="erase")
+        for kept in store.history(scope.storage_key):
+            stored = store.read_version(scope.storage_key, kept.version)
+            assert stored is None or CANARY.encode() not in stored.data
+        with pytest.raises(RevertRefused):
+            memory.revert(good)
 
     def test_history_refuses_invalid_keys(self, backend: Backend) -> None:
         self._require_history(backend)

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import errno
 import hashlib
 import os
 import re
@@ -61,6 +60,7 @@ from ...errors import (
 )
 from ...localfs.durable import ensure_directory, fsync_directory, write_new_file
 from ...localfs.flock import LockTimeout, exclusive
+from ...localfs.kept import kept_name, kept_number, kept_versions, read_with_stat, remove_kept
 from ...localfs.marker import MARKER, publish_marker
 from ...options import Seconds, check_options, parse_options
 
@@ -78,9 +78,6 @@ _UNATTRIBUTED_TEMP_AGE = 3600.0
 #: Keys a store remembers having swept for older temp names before it starts over.
 _SWEPT_KEYS = 4096
 _FAN_OUT = re.compile(r"[0-9a-f]{2}")
-#: Between a document's name and a kept version's number: ``<key>.md.~<n>``.
-_KEPT = ".~"
-_KEPT_NUMBER = re.compile(r"0|[1-9][0-9]{0,17}")
 #: Keys whose newest kept version a store remembers before it starts over.
 _REMEMBERED_KEYS = 4096
 _KEY_NAME = re.compile(r"[A-Za-z0-9_-]{1,200}")
@@ -256,12 +253,13 @@ def _collect_stale_temps(directory: str, key: str, history: int) -> int | None:
     not be listed: housekeeping never fails a save, so errors are ignored.
     """
     prefix = _temp_prefix(key)
+    document = key + _SUFFIX
     horizon = time.time() - _UNATTRIBUTED_TEMP_AGE
     kept: dict[int, str] = {}
     try:
         with os.scandir(directory) as entries:
             for entry in entries:
-                number = _kept_number(entry.name, key)
+                number = kept_number(entry.name, document)
                 if number is not None:
                     kept[number] = entry.path
                 elif entry.name.startswith(_TEMP) and (
@@ -280,66 +278,6 @@ def _collect_stale_temps(directory: str, key: str, history: int) -> int | None:
     except OSError:
         return None
     return newest
-
-
-# -- kept versions ------------------------------------------------------------------------
-
-
-def _kept_name(key: str, number: int) -> str:
-    """``<key>.md.~<number>``: a key has no ``.``, so no other key's names start like it."""
-    return f"{key}{_SUFFIX}{_KEPT}{number}"
-
-
-def _kept_number(name: str, key: str) -> int | None:
-    """The number of ``key``'s kept version named ``name``; ``None`` if it names none."""
-    prefix = f"{key}{_SUFFIX}{_KEPT}"
-    if not name.startswith(prefix) or not _KEPT_NUMBER.fullmatch(name[len(prefix) :]):
-        return None
-    return int(name[len(prefix) :])
-
-
-def _kept_versions(directory: str, key: str) -> dict[int, str]:
-    """The path of every kept version of ``key`` in ``directory``, by number: one listing."""
-    try:
-        with os.scandir(directory) as entries:
-            numbered = ((_kept_number(entry.name, key), entry.path) for entry in entries)
-            return {number: path for number, path in numbered if number is not None}
-    except (FileNotFoundError, NotADirectoryError):
-        return {}
-
-
-def _read_with_stat(path: str, *, follow: bool = True) -> tuple[bytes, os.stat_result] | None:
-    """The file's bytes and its ``fstat``, ``None`` if it is not there.
-
-    A kept version is read with ``follow=False``: a symlink planted under
-    its name is not a kept version, and is never read through.
-    """
-    flags = os.O_RDONLY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
-    try:
-        fd = os.open(path, flags)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        if not follow and exc.errno == errno.ELOOP:
-            return None
-        raise
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        chunks = []
-        while chunk := os.read(fd, 1 << 17):
-            chunks.append(chunk)
-        return b"".join(chunks), info
-    finally:
-        os.close(fd)
-
-
-def _remove_kept(directory: str, key: str) -> None:
-    """Unlink every kept version of ``key``; call it holding the lock, then sync the directory."""
-    for path in _kept_versions(directory, key).values():
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
 
 
 class LocalBackend(Backend):
@@ -530,20 +468,21 @@ class LocalBackend(Backend):
         """
         if self._history == 0:
             return None
-        directory = os.path.dirname(path)
+        directory, document = os.path.split(path)
         remembered = self._last_kept.get(key)
         try:
             if remembered is not None and remembered[0] == current:
                 number = remembered[1] + 1
                 dropped = [number - self._history] if number >= self._history else []
             else:
-                kept = _kept_versions(directory, key)
+                kept = kept_versions(directory, document)
                 number = max(kept, default=-1) + 1
                 dropped = [older for older in kept if older <= number - self._history]
             for older in dropped:
                 with contextlib.suppress(FileNotFoundError):
-                    os.unlink(os.path.join(directory, _kept_name(key, older)))
-            os.link(path, os.path.join(directory, _kept_name(key, number)), follow_symlinks=False)
+                    os.unlink(os.path.join(directory, kept_name(document, older)))
+            kept_path = os.path.join(directory, kept_name(document, number))
+            os.link(path, kept_path, follow_symlinks=False)
         except OSError:
             self._last_kept.pop(key, None)
             return None
@@ -554,7 +493,7 @@ class LocalBackend(Backend):
         self._last_kept.pop(key, None)
         if kept is not None:
             with contextlib.suppress(OSError):
-                os.unlink(os.path.join(directory, _kept_name(key, kept)))
+                os.unlink(os.path.join(directory, kept_name(key + _SUFFIX, kept)))
 
     def _remember_kept(self, key: str, version: str, newest: int | None) -> None:
         """The document of ``key`` is ``version`` and its newest kept version is ``newest``."""
@@ -582,7 +521,7 @@ class LocalBackend(Backend):
         except OSError as exc:
             raise StoreUnavailable(f"cannot reach the file:// store ({exc.strerror})") from exc
         with self._locked(path):
-            _remove_kept(directory, key)
+            remove_kept(directory, key + _SUFFIX)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
             fsync_directory(directory)
@@ -599,7 +538,7 @@ class LocalBackend(Backend):
         if not self._listed_kept(directory, key):
             return  # nothing kept: no lock file or directories for a no-op
         with self._locked(path):
-            _remove_kept(directory, key)
+            remove_kept(directory, key + _SUFFIX)
             fsync_directory(directory)
         self._last_kept.pop(key, None)
 
@@ -646,7 +585,7 @@ class LocalBackend(Backend):
     def _current_with_stat(self, path: str) -> tuple[bytes, os.stat_result] | None:
         """The document's bytes and stat; ``None`` (once the store is known) if there is none."""
         try:
-            current = _read_with_stat(path)
+            current = read_with_stat(path)
         except OSError as exc:
             raise StoreUnavailable(f"cannot read from the file:// store ({exc.strerror})") from exc
         if current is None:
@@ -658,7 +597,7 @@ class LocalBackend(Backend):
         kept = self._listed_kept(os.path.dirname(path), key)
         try:
             for _, kept_path in sorted(kept.items()):
-                found = _read_with_stat(kept_path, follow=False)
+                found = read_with_stat(kept_path, follow=False)
                 if found is not None:
                     yield found
         except OSError as exc:
@@ -666,9 +605,9 @@ class LocalBackend(Backend):
 
     @staticmethod
     def _listed_kept(directory: str, key: str) -> dict[int, str]:
-        """:func:`_kept_versions`, an unreadable folder being StoreUnavailable."""
+        """:func:`.kept_versions`, an unreadable folder being StoreUnavailable."""
         try:
-            return _kept_versions(directory, key)
+            return kept_versions(directory, key + _SUFFIX)
         except OSError as exc:
             raise StoreUnavailable(f"cannot list the file:// store ({exc.strerror})") from exc
 

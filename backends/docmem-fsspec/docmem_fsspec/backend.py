@@ -25,7 +25,7 @@ from typing import Any
 
 import msgspec
 
-from docmem.backend import Backend, Stored
+from docmem.backend import Backend, KeptVersion, Stored
 from docmem.options import check_options
 
 from . import purging, reading, writing
@@ -156,7 +156,7 @@ class FsspecBackend(KeyFolders, Backend):
 
     # -- for operators ---------------------------------------------------------
 
-    def history(self, key: str) -> list[Revision]:
+    def history(self, key: str) -> list[KeptVersion]:
         """The retained versions of ``key`` that the current one descends from, oldest first.
 
         What an operator needs to see what a memory looked like before a
@@ -164,7 +164,9 @@ class FsspecBackend(KeyFolders, Backend):
         each version records, from the current one down, so an object a stale
         writer left below the newest version (garbage) is not shown; a version
         written by the previous release (which records no parent) is taken to
-        follow the one below it. Empty after a delete.
+        follow the one below it. The current version comes last; each entry is
+        a :class:`Revision`, carrying its revision number too. Empty when the
+        key is missing or deleted.
         """
         return descent(self, key)
 

@@ -83,7 +83,7 @@ def test_show_at_reads_an_older_version_back(tmp_path: Path) -> None:
     first = answer(store, "history", *ALICE)["versions"][0]["version"]
     old = answer(store, "show", *ALICE, "--at", first)
     assert (old["version"], old["revision"]) == (first, 1)
-    assert old["entries"] == [{"index": 0, "text": "Prefers metric units."}]
+    assert [(e["index"], e["text"]) for e in old["entries"]] == [(0, "Prefers metric units.")]
     shown = run(store, "show", *ALICE, "--at", first)
     assert shown.stdout.splitlines()[0] == f"{KEY} (version {first})  revision 1, 1 entry"
     gone = run(store, "show", *ALICE, "--at", "00000000000000ff.md")

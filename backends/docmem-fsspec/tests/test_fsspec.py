@@ -21,7 +21,7 @@ from botocore.exceptions import ClientError
 from fsspec_stores import Raw, store_url
 
 import docmem
-from docmem.backend import ContendedKeys
+from docmem.backend import ContendedKeys, KeptVersion
 from docmem.errors import (
     DocmemError,
     MutationAmbiguous,
@@ -374,6 +374,10 @@ def test_a_missing_bucket_or_container_is_unavailable_not_empty(kind: str, tmp_p
         store.write("k", b"x", expected=None)
     with pytest.raises(StoreUnavailable):
         list(store.keys())
+    with pytest.raises(StoreUnavailable):
+        store.history("k")
+    with pytest.raises(StoreUnavailable):  # never None, as if the version were gone
+        store.read_version("k", object_name(1))
 
 
 def test_a_key_that_prefixes_another_sees_only_its_own_versions(open_fsspec: Opener) -> None:
@@ -385,7 +389,7 @@ def test_a_key_that_prefixes_another_sees_only_its_own_versions(open_fsspec: Ope
     assert store.write("key-1", b"mine", expected=None) == object_name(1)
     assert store.read("key-1") == docmem.Stored(data=b"mine", version=object_name(1))
     assert store.read("key-10") == docmem.Stored(data=b"write 2", version=object_name(3))
-    assert [entry.revision for entry in store.history("key-1")] == [1]
+    assert [entry.version for entry in store.history("key-1")] == [object_name(1)]
     assert sorted(store.keys()) == ["key-1", "key-10"]
 
 
@@ -709,8 +713,12 @@ def test_history_lists_retained_versions_and_reads_them(open_fsspec: Opener) -> 
     for data in contents:
         version = store.write("k", data, expected=version)
     history = store.history("k")
-    assert [entry.revision for entry in history] == [1, 2, 3]
     assert all(isinstance(entry, Revision) for entry in history)
+    assert all(isinstance(entry, KeptVersion) for entry in history)  # the contract's type
+    assert [entry.revision for entry in history if isinstance(entry, Revision)] == [1, 2, 3]
+    current = store.read("k")
+    assert current is not None
+    assert history[-1].version == current.version
     assert [entry.size for entry in history] == [len(data) for data in contents]
     stamps = [entry.modified for entry in history]
     assert all(stamp is not None for stamp in stamps)
@@ -720,3 +728,10 @@ def test_history_lists_retained_versions_and_reads_them(open_fsspec: Opener) -> 
     assert store.read_version("k", object_name(9)) is None
     assert store.read_version("k", "not-a-version") is None
     assert store.history("never-written") == []
+    store.purge_history("k")
+    assert [entry.version for entry in store.history("k")] == [current.version]
+    assert store.read_version("k", history[0].version) is None  # purged
+    assert store.read_version("k", object_name(3, Kind.PURGE)) is None  # a marker, no version
+    store.delete("k")
+    assert store.history("k") == []
+    assert store.read_version("k", current.version) is None

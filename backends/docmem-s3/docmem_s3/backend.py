@@ -13,7 +13,9 @@ version (:func:`docmem_s3.errors.etag_of`).
 
 On a versioned bucket every PUT keeps the object it replaced, so
 :meth:`S3Backend.purge_history`, an erase's last step, deletes the document's
-older versions (:mod:`docmem_s3.history`).
+older versions, :meth:`S3Backend.delete` all of them, and
+:meth:`S3Backend.history` lists them for an operator, each by its ETag
+(:mod:`docmem_s3.history`); a bucket that never kept versions has no history.
 
 Reads of a key seen before send ``If-None-Match: <etag>``: an unchanged
 document costs a 304 with no body, served from a small per-process cache.
@@ -41,6 +43,7 @@ from docmem import telemetry
 from docmem.backend import (
     Backend,
     ContendedKeys,
+    KeptVersion,
     LruCache,
     PerProcess,
     ServerChecks,
@@ -49,6 +52,7 @@ from docmem.backend import (
 )
 from docmem.errors import (
     DocmemError,
+    HistoryNotKept,
     StoreNotConfigured,
     StoreUnavailable,
     VersionConflict,
@@ -65,7 +69,14 @@ from .errors import (
     s3_answers,
     usable_etag,
 )
-from .history import Versioning, keeps_versions, purge_older_versions, versioning
+from .history import (
+    Versioning,
+    keeps_versions,
+    kept_versions,
+    purge_older_versions,
+    read_kept,
+    versioning,
+)
 from .probe import ProbeReport, Target, checks, race, refuse
 
 __all__ = ["S3Backend", "S3Options", "normalize_etag", "probe"]
@@ -76,6 +87,8 @@ _SUFFIX = ".md"
 _MAX_SECONDS = 3600.0
 #: botocore would keep retrying a dead store for hours with an unbounded count.
 _MAX_ATTEMPTS = 100
+#: Keys whose last version listing a store keeps, for reading the versions it listed.
+_LISTINGS_KEPT = 16
 
 _Text = Annotated[str | None, msgspec.Meta(description="text")]
 _RequestSeconds = Annotated[
@@ -186,6 +199,8 @@ class S3Backend(Backend):
         # The bucket's versioning once seen enabled or suspended: it never becomes
         # unversioned again, so later erases need not ask.
         self._versioned: Versioning | None = None
+        # Per key, which version id holds each ETag, from its last version listing.
+        self._kept_ids: LruCache[dict[str, str]] = LruCache(_LISTINGS_KEPT)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> S3Backend:
@@ -368,11 +383,24 @@ class S3Backend(Backend):
         return version
 
     def delete(self, key: str) -> None:
+        """Remove ``key``, and on a versioned bucket every older version of it.
+
+        Why: a delete is an operator's purge of the key and its history
+        (docs/design.md, section 4), while DeleteObject on a versioned bucket
+        only puts a delete marker above versions that stay readable. The
+        marker goes first, so a purge that stops halfway never brings an
+        older version back as the current one; it raises HistoryKept then.
+        An unversioned bucket costs one GetBucketVersioning more.
+        """
         object_key = self.object_key(key)
         reader, _ = self.clients()
         self._cache.drop(key)
+        self._kept_ids.drop(key)
         with contextlib.suppress(Missing), s3_answers("delete", bucket=self.bucket):
             reader.delete_object(Bucket=self.bucket, Key=object_key)
+        state = self._versioning(reader)
+        if keeps_versions(state):
+            purge_older_versions(reader, self.bucket, object_key, state, "delete")
 
     def purge_history(self, key: str) -> None:
         """Delete every version of ``key`` but the current one, when the bucket keeps versions.
@@ -385,11 +413,80 @@ class S3Backend(Backend):
         """
         object_key = self.object_key(key)
         reader, _ = self.clients()
+        state = self._versioning(reader)
+        if keeps_versions(state):
+            purge_older_versions(reader, self.bucket, object_key, state)
+
+    def history(self, key: str) -> list[KeptVersion]:
+        """The versions of ``key`` the bucket keeps, oldest first, the current one last.
+
+        Why it needs a versioned bucket: only then does S3 keep what a PUT
+        replaced (HistoryNotKept otherwise, after one GetBucketVersioning).
+        Each version is named by its ETag, the token its write returned, so
+        the last is the version :meth:`read` reports and a revert writes
+        over. Empty when the key is missing or deleted. Needs
+        ``s3:ListBucketVersions``.
+        """
+        object_key = self.object_key(key)
+        reader, _ = self.clients()
+        self._require_history(reader)
+        kept, ids = kept_versions(reader, self.bucket, object_key)
+        self._kept_ids.put(key, ids)
+        return kept
+
+    def read_version(self, key: str, version: str) -> Stored | None:
+        """One version :meth:`history` listed, by its ETag; ``None`` once it is gone.
+
+        The current one is a read (a 304 when cached). An older one is read by
+        the version id the last listing paired with its ETag, with
+        ``s3:GetObjectVersion``. HistoryNotKept on a bucket that never kept
+        versions: some servers (SeaweedFS) ignore a version id there and
+        answer with the current document.
+        """
+        object_key = self.object_key(key)
+        reader, _ = self.clients()
+        self._require_history(reader)
+        if not usable_etag(version):
+            return None  # not a version token of this store: those are ETags
+        stored = self.read(key)
+        if stored is not None and stored.version == version:
+            return stored
+        return self._read_older(key, object_key, version)
+
+    def _read_older(self, key: str, object_key: str, etag: str) -> Stored | None:
+        """A version no longer current, through the version id a listing pairs with ``etag``.
+
+        Why the last listing first: ``docmem history`` and a revert read the
+        versions :meth:`history` just listed, one GET each. A version it does
+        not know, or one gone since, is looked up in a listing anew.
+        """
+        reader, _ = self.clients()
+        listed = self._kept_ids.get(key)
+        if listed is not None and etag in listed:
+            data = read_kept(reader, self.bucket, object_key, listed[etag])
+            if data is not None:
+                return Stored(data=data, version=etag)
+        _, ids = kept_versions(reader, self.bucket, object_key)
+        self._kept_ids.put(key, ids)
+        if etag not in ids:
+            return None
+        data = read_kept(reader, self.bucket, object_key, ids[etag])
+        return None if data is None else Stored(data=data, version=etag)
+
+    def _versioning(self, reader: Any) -> Versioning:
+        """The bucket's versioning; once seen enabled or suspended, never asked again."""
         state = self._versioned or versioning(reader, self.bucket)
         if state in ("enabled", "suspended"):
             self._versioned = state
-        if keeps_versions(state):
-            purge_older_versions(reader, self.bucket, object_key, state)
+        return state
+
+    def _require_history(self, reader: Any) -> None:
+        """HistoryNotKept unless the bucket may keep versions ("unknown" may: the listing tells)."""
+        if not keeps_versions(self._versioning(reader)):
+            raise HistoryNotKept(
+                f"s3://{self.bucket} keeps no older versions: the bucket's versioning is off "
+                "(or the server has none); enable it to keep a history of each document"
+            )
 
     def keys(self) -> Iterator[str]:
         for key, _ in self._listed():

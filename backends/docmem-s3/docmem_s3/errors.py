@@ -1,7 +1,7 @@
 """How S3 answers map onto docmem's errors: one table, one mapping, most specific row first.
 
-Every client call that talks to S3 (the backend's, the probe's, the purge of a
-versioned bucket's older versions, docmem-fsspec's S3 create) runs inside
+Every client call that talks to S3 (the backend's, the probe's, the history and
+purge of a versioned bucket's older versions, docmem-fsspec's S3 create) runs inside
 :class:`s3_answers`, which raises the docmem error its row names::
 
     with s3_answers("update", bucket=bucket):
@@ -86,6 +86,7 @@ Operation = Literal[
     "get-versioning",
     "list-versions",
     "delete-version",
+    "read-version",
 ]
 
 
@@ -128,9 +129,9 @@ class Rule:
     why: str
 
 
-#: The calls on a versioned bucket's history: GetBucketVersioning, ListObjectVersions and
-#: DeleteObject with a VersionId (``docmem_s3.history``).
-_HISTORY = frozenset({"get-versioning", "list-versions", "delete-version"})
+#: The calls on a versioned bucket's history: GetBucketVersioning, ListObjectVersions, and
+#: DeleteObject and GetObject with a VersionId (``docmem_s3.history``).
+_HISTORY = frozenset({"get-versioning", "list-versions", "delete-version", "read-version"})
 _ANY = frozenset({"read", "create", "update", "delete", "list"}) | _HISTORY
 _WRITES = frozenset({"create", "update"})
 _READS = _ANY - _WRITES
@@ -141,6 +142,7 @@ PERMISSIONS: Mapping[str, str] = {
     "get-versioning": "s3:GetBucketVersioning",
     "list-versions": "s3:ListBucketVersions",
     "delete-version": "s3:DeleteObjectVersion",
+    "read-version": "s3:GetObjectVersion (and kms:Decrypt for an SSE-KMS object)",
 }
 
 #: A history call refused: the message names the permission it needs (:data:`PERMISSIONS`).
@@ -170,14 +172,21 @@ RULES: tuple[Rule, ...] = (
     Rule(frozenset({"read"}), None, 304, NotModified, "conditional GET: unchanged"),
     Rule(_ANY, "NoSuchBucket", None, StoreUnavailable, "the bucket does not exist"),
     Rule(
-        frozenset({"read", "delete"}),
+        frozenset({"read", "delete", "read-version"}),
         UNREADABLE,
         404,
         StoreUnavailable,
         "a 404 whose error body was cut or garbled: perhaps NoSuchBucket, never taken as missing",
     ),
-    Rule(frozenset({"read"}), "NoSuchKey", None, Missing, "no such object"),
-    Rule(frozenset({"read"}), None, 404, Missing, "no such object (no error body)"),
+    Rule(
+        frozenset({"read-version"}),
+        "NoSuchVersion",
+        None,
+        Missing,
+        "gone: purged since the listing that named it",
+    ),
+    Rule(frozenset({"read", "read-version"}), "NoSuchKey", None, Missing, "no such object"),
+    Rule(frozenset({"read", "read-version"}), None, 404, Missing, "no such object (no error body)"),
     Rule(
         frozenset({"update"}),
         "NoSuchKey",

@@ -13,6 +13,7 @@ module of that name is in every plug-in's tests folder, so which one
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import uuid
@@ -44,9 +45,25 @@ def bucket() -> str:
     return os.environ.get("DOCMEM_TEST_BUCKET", "docmem-test")
 
 
-def store_url(endpoint: str, prefix: str | None = None) -> str:
+def store_url(endpoint: str, prefix: str | None = None, *, name: str | None = None) -> str:
+    """A store under ``prefix`` (a new one by default) in bucket ``name`` (the test bucket)."""
     prefix = prefix or f"t-{uuid.uuid4().hex[:12]}"
-    return f"s3://{bucket()}/{prefix}?endpoint_url={endpoint}&region={REGION}"
+    return f"s3://{name or bucket()}/{prefix}?endpoint_url={endpoint}&region={REGION}"
+
+
+@functools.cache
+def versioned_bucket(endpoint: str) -> str:
+    """A bucket with versioning enabled on ``endpoint``, made once per test run.
+
+    The test bucket the scripts make is unversioned; stores that keep a
+    history (``S3Backend.history``) live here. The servers are thrown away
+    after the run, and the bucket with them.
+    """
+    name = f"docmem-versioned-{uuid.uuid4().hex[:12]}"
+    client = raw_client(endpoint)
+    client.create_bucket(Bucket=name)
+    client.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
+    return name
 
 
 def raw_client(endpoint: str) -> Any:

@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from s3_servers import REGION, TEST_CREDENTIALS, bucket, endpoint_of, free_port, store_url
+from s3_servers import (
+    REGION,
+    TEST_CREDENTIALS,
+    bucket,
+    endpoint_of,
+    free_port,
+    store_url,
+    versioned_bucket,
+)
 
 import docmem
 
@@ -95,9 +103,9 @@ def test_save_show_and_stats_on_localstack() -> None:
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines()[0] == f"{KEY}  revision 1, 1 entry"
     assert shown.stdout.rstrip().endswith("0: Prefers metric units.")
-    assert answer(store, "show", *ALICE)["entries"] == [
-        {"index": 0, "text": "Prefers metric units."}
-    ]
+    entries = answer(store, "show", *ALICE)["entries"]
+    # Each entry carries its provenance beside these too.
+    assert [(e["index"], e["text"]) for e in entries] == [(0, "Prefers metric units.")]
     bob = ("--namespace", NAMESPACE, "--scope", "user", "--scope", "u_456")
     run(store, "save", *bob, "Likes tea.", "--mutation-id", "m-2")
     stats = answer(store, "stats")
@@ -105,7 +113,23 @@ def test_save_show_and_stats_on_localstack() -> None:
     assert stats["largest"][0]["key"] == KEY
     history = run(store, "history", *ALICE)
     assert history.returncode == 0
-    assert history.stdout.startswith("s3:// keeps no older versions")
+    assert history.stdout.startswith(f"s3://{bucket()} keeps no older versions")
+
+
+@pytest.mark.integration
+def test_history_and_show_at_on_a_versioned_bucket() -> None:
+    endpoint = endpoint_of("localstack")
+    store = store_url(endpoint, f"cli-{uuid.uuid4().hex[:12]}", name=versioned_bucket(endpoint))
+    run(store, "save", *ALICE, "Prefers metric units.", "--mutation-id", "m-1")
+    run(store, "save", *ALICE, "Likes tea.", "--mutation-id", "m-2")
+    versions = answer(store, "history", *ALICE)["versions"]
+    assert [(v["revision"], v["op"], v["entries"]) for v in versions] == [
+        (1, "save", 1),
+        (2, "save", 2),
+    ]
+    assert all(v["version"].startswith('"') for v in versions)  # ETags, as a write returns them
+    old = answer(store, "show", *ALICE, "--at", versions[0]["version"])
+    assert [(e["index"], e["text"]) for e in old["entries"]] == [(0, "Prefers metric units.")]
 
 
 @pytest.mark.integration

@@ -100,6 +100,16 @@ CASES = [
     ("delete-version", "NoSuchKey", 404, Missing),
     ("delete-version", "InvalidArgument", 400, StoreUnavailable),
     ("delete-version", UNREADABLE, 404, StoreUnavailable),
+    # one older version read back for an operator (S3Backend.read_version)
+    ("read-version", "NoSuchVersion", 404, Missing),
+    ("read-version", "NoSuchKey", 404, Missing),
+    ("read-version", "", 404, Missing),
+    ("read-version", "MethodNotAllowed", 405, StoreUnavailable),
+    ("read-version", "InvalidArgument", 400, StoreUnavailable),
+    ("read-version", UNREADABLE, 404, StoreUnavailable),
+    ("read-version", "NoSuchBucket", 404, StoreUnavailable),
+    ("read-version", "AccessDenied", 403, StoreUnavailable),
+    ("read-version", "InternalError", 500, StoreUnavailable),
 ]
 
 
@@ -156,6 +166,7 @@ FAILURE_CASES: list[tuple[Operation, Exception, type[DocmemError]]] = [
     ("list-versions", ConnectionResetError(), StoreUnavailable),
     ("delete-version", ReadTimeoutError(endpoint_url="http://x"), StoreUnavailable),
     ("get-versioning", EndpointConnectionError(endpoint_url="http://x"), StoreUnavailable),
+    ("read-version", http.client.IncompleteRead(b""), StoreUnavailable),
 ]
 
 

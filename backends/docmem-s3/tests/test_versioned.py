@@ -1,7 +1,8 @@
-"""Erase on a versioned bucket: older versions deleted, or the erase reported committed.
+"""A versioned bucket: an erase deletes the older versions, an operator lists and reads them.
 
 On a bucket with versioning enabled, every PUT keeps the object it replaced;
-an erase that left them would leave the erased text readable by version id.
+an erase that left them would leave the erased text readable by version id,
+and ``history``/``read_version`` show them to an operator (``docmem history``).
 Each test makes its own buckets on LocalStack and SeaweedFS and looks at
 them with a plain boto3 client. Refusals come from ``faultproxy`` (neither
 server enforces IAM): a ``403 AccessDenied`` for the history calls only,
@@ -21,8 +22,10 @@ from faultproxy import FaultPlan, FaultProxy
 from s3_servers import REGION, bucket, raw_client
 
 import docmem
+from docmem.errors import HistoryNotKept
 from docmem_s3 import HistoryKept, S3Backend, probe
 from docmem_s3.__main__ import main
+from docmem_s3.errors import ProtocolViolation
 
 pytestmark = pytest.mark.integration
 
@@ -178,14 +181,24 @@ ONE_SERVER = pytest.mark.parametrize("endpoint", ["localstack"], indirect=True)
 
 
 @contextlib.contextmanager
-def refused(endpoint: str, name: str, prefix: str, *calls: tuple[str, str]) -> Iterator[Any]:
-    """A bound memory on the same prefix, through a proxy answering AccessDenied to ``calls``."""
+def refused_store(
+    endpoint: str, name: str, prefix: str, *calls: tuple[str, str]
+) -> Iterator[S3Backend]:
+    """A store on the same prefix, through a proxy answering AccessDenied to ``calls``."""
     with FaultProxy(endpoint, DENIED, refusing(*calls), with_query=True) as proxy:
         store = docmem.open_store(url(proxy.url, name, prefix))
+        assert isinstance(store, S3Backend)
         try:
-            yield bind(store)
+            yield store
         finally:
             store.close()
+
+
+@contextlib.contextmanager
+def refused(endpoint: str, name: str, prefix: str, *calls: tuple[str, str]) -> Iterator[Any]:
+    """A bound memory on the same prefix, through a proxy answering AccessDenied to ``calls``."""
+    with refused_store(endpoint, name, prefix, *calls) as store:
+        yield bind(store)
 
 
 @ONE_SERVER
@@ -307,3 +320,210 @@ def test_the_probe_says_unknown_when_versioning_is_refused(endpoint: str) -> Non
     assert report.ok
     assert report.versioning == "unknown"
     assert report.keeps_versions
+
+
+# -- the history an operator lists ------------------------------------------------------------
+
+BODIES = [b"first version", b"the second, a little longer", b"third"]
+
+
+def written(
+    endpoint: str, name: str, bodies: list[bytes] = BODIES
+) -> tuple[S3Backend, list[docmem.Stored]]:
+    """A store on bucket ``name`` under a new prefix, ``bodies`` written to key "k" in turn."""
+    store = docmem.open_store(url(endpoint, name, f"h-{uuid.uuid4().hex[:12]}"))
+    assert isinstance(store, S3Backend)
+    made: list[docmem.Stored] = []
+    for data in bodies:
+        version = store.write("k", data, expected=made[-1].version if made else None)
+        made.append(docmem.Stored(data, version))
+    return store, made
+
+
+def calls_of(store: S3Backend) -> list[str]:
+    """The names of the S3 operations the store's reader sends from now on."""
+    calls: list[str] = []
+    reader, _ = store.clients()
+    reader.meta.events.register("before-call.s3", lambda model, **_: calls.append(model.name))
+    return calls
+
+
+@pytest.mark.parametrize("small_pages", [False, True], ids=["one-page", "two-per-page"])
+def test_history_lists_each_version_by_the_etag_its_write_returned(
+    endpoint: str, new_bucket: MakeBucket, small_pages: bool
+) -> None:
+    store, made = written(endpoint, new_bucket(endpoint, "Enabled"))
+    if small_pages:  # the listing is followed across pages
+        reader, _ = store.clients()
+        reader.meta.events.register(
+            "provide-client-params.s3.ListObjectVersions",
+            lambda params, **_: params.update(MaxKeys=2),
+        )
+    calls = calls_of(store)
+    kept = store.history("k")
+    assert calls.count("ListObjectVersions") == (2 if small_pages else 1)
+    assert [entry.version for entry in kept] == [stored.version for stored in made]
+    assert [entry.size for entry in kept] == [len(data) for data in BODIES]
+    stamps = [entry.modified for entry in kept]
+    assert all(stamp is not None for stamp in stamps)
+    assert stamps == sorted(stamps)  # type: ignore[type-var]
+    calls.clear()
+    assert [store.read_version("k", stored.version) for stored in made] == made
+    assert "ListObjectVersions" not in calls  # the ids of the listing just made
+    assert store.read_version("k", "not-an-etag") is None
+    store.close()
+
+
+def test_a_suspended_bucket_lists_what_it_kept(endpoint: str, new_bucket: MakeBucket) -> None:
+    """Versioning suspended: a PUT replaces the "null" version, and the ones kept stay."""
+    name = new_bucket(endpoint, "Enabled")
+    client = raw_client(endpoint)
+    store, made = written(endpoint, name, BODIES[:2])
+    set_versioning(client, name, "Suspended")
+    # Unconditional, by the raw client: SeaweedFS refuses If-Match here (see above).
+    client.put_object(Bucket=name, Key=store.object_key("k"), Body=BODIES[2])
+    kept = store.history("k")
+    current = store.read("k")
+    assert current == docmem.Stored(BODIES[2], kept[-1].version)
+    assert [entry.version for entry in kept[:-1]] == [stored.version for stored in made]
+    assert [store.read_version("k", entry.version) for entry in kept] == [*made, current]
+    store.close()
+
+
+def test_a_version_replaced_since_it_was_listed_is_still_read(
+    endpoint: str, new_bucket: MakeBucket
+) -> None:
+    name = new_bucket(endpoint, "Enabled")
+    store, made = written(endpoint, name)
+    listed = store.history("k")[-1]
+    newer = store.write("k", b"a fourth", expected=listed.version)
+    assert store.read_version("k", listed.version) == made[-1]
+    # Another process, which listed nothing: it looks the version up in a listing of its own.
+    other = docmem.open_store(url(endpoint, name, store.prefix))
+    assert other.read_version("k", made[0].version) == made[0]
+    assert other.read_version("k", newer) == docmem.Stored(b"a fourth", newer)
+    assert other.read_version("k", '"0123456789abcdef0123456789abcdef"') is None
+    other.close()
+    store.close()
+
+
+def test_purge_history_leaves_only_the_current_version(
+    endpoint: str, new_bucket: MakeBucket
+) -> None:
+    store, made = written(endpoint, new_bucket(endpoint, "Enabled"))
+    assert len(store.history("k")) == len(made)
+    store.purge_history("k")
+    assert [(entry.version, entry.size) for entry in store.history("k")] == [
+        (made[-1].version, len(BODIES[-1]))
+    ]
+    assert [store.read_version("k", stored.version) for stored in made] == [None, None, made[-1]]
+    store.close()
+
+
+def test_delete_leaves_no_version_of_the_key(endpoint: str, new_bucket: MakeBucket) -> None:
+    """A delete purges the key with its history: on a versioned bucket, every version."""
+    name = new_bucket(endpoint, "Enabled")
+    store, made = written(endpoint, name)
+    assert len(store.history("k")) == len(made)
+    store.delete("k")
+    left = versions(raw_client(endpoint), name, store.object_key("k"))
+    assert [(entry["marker"], entry["IsLatest"]) for entry in left] == [(True, True)]
+    assert store.history("k") == []
+    assert [store.read_version("k", stored.version) for stored in made] == [None] * len(made)
+    again = store.write("k", b"created again", expected=None)
+    assert [entry.version for entry in store.history("k")] == [again]
+    store.delete("never-written")
+    assert store.history("never-written") == []
+    store.close()
+
+
+@ONE_SERVER
+def test_a_delete_whose_purge_is_refused_says_what_is_left(
+    endpoint: str, new_bucket: MakeBucket
+) -> None:
+    name = new_bucket(endpoint, "Enabled")
+    store, _ = written(endpoint, name)
+    with (
+        refused_store(endpoint, name, store.prefix, ("DELETE", "versionId")) as denied,
+        pytest.raises(HistoryKept) as caught,
+    ):
+        denied.delete("k")
+    assert caught.value.message.startswith("the key is deleted, but the bucket still holds 3")
+    assert "s3:DeleteObjectVersion" in caught.value.message
+    assert store.read("k") is None  # the delete marker is down: nothing older came back
+    store.delete("k")  # deleting again purges them
+    left = versions(raw_client(endpoint), name, store.object_key("k"))
+    assert [entry["marker"] for entry in left] == [True]
+    store.close()
+
+
+def test_an_unversioned_bucket_keeps_no_history(endpoint: str, new_bucket: MakeBucket) -> None:
+    """HistoryNotKept, asked once: SeaweedFS would answer any version id with the current one."""
+    name = new_bucket(endpoint, None)
+    store, made = written(endpoint, name)
+    calls = calls_of(store)
+    for ask in (
+        lambda: store.history("k"),
+        lambda: store.read_version("k", made[0].version),
+        lambda: store.read_version("k", made[-1].version),
+    ):
+        with pytest.raises(HistoryNotKept) as caught:
+            ask()
+        assert caught.value.code == "history_not_kept"
+        assert caught.value.message.startswith(f"s3://{name} keeps no older versions")
+        assert store.prefix not in caught.value.message
+    assert set(calls) == {"GetBucketVersioning"}
+    store.close()
+
+
+def test_an_answer_of_another_version_is_refused(endpoint: str, new_bucket: MakeBucket) -> None:
+    """A server that ignores the version id answers with the current document: never used."""
+    store, made = written(endpoint, new_bucket(endpoint, "Enabled"))
+    store.history("k")
+    reader, _ = store.clients()
+
+    def another(parsed: dict[str, Any], model: Any, **_: Any) -> None:
+        if parsed.get("VersionId"):
+            parsed["VersionId"] = "another"
+
+    reader.meta.events.register("after-call.s3.GetObject", another)
+    with pytest.raises(ProtocolViolation):
+        store.read_version("k", made[0].version)
+    store.close()
+
+
+@ONE_SERVER
+def test_history_with_versioning_refused_asks_the_listing(
+    endpoint: str, new_bucket: MakeBucket
+) -> None:
+    """GetBucketVersioning refused: the bucket may keep versions, and the listing tells."""
+    name = new_bucket(endpoint, "Enabled")
+    store, made = written(endpoint, name)
+    with refused_store(endpoint, name, store.prefix, ("GET", "versioning")) as denied:
+        assert denied.history("k") == store.history("k")
+        assert denied.read_version("k", made[0].version) == made[0]
+    store.close()
+
+
+@ONE_SERVER
+@pytest.mark.parametrize(
+    ("call", "permission"),
+    [(("GET", "versions"), "s3:ListBucketVersions"), (("GET", "versionId"), "s3:GetObjectVersion")],
+    ids=["listing", "read"],
+)
+def test_a_refused_history_call_names_the_permission(
+    endpoint: str, new_bucket: MakeBucket, call: tuple[str, str], permission: str
+) -> None:
+    name = new_bucket(endpoint, "Enabled")
+    store, made = written(endpoint, name)
+    with refused_store(endpoint, name, store.prefix, call) as denied:
+        ask: Callable[[], object] = (
+            (lambda: denied.history("k"))
+            if call[1] == "versions"
+            else (lambda: denied.read_version("k", made[0].version))
+        )
+        with pytest.raises(docmem.StoreUnavailable) as caught:
+            ask()
+    assert permission in caught.value.message
+    assert not any(data.decode() in str(caught.value) for data in BODIES)
+    store.close()

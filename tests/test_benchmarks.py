@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -108,6 +109,47 @@ def test_adapters_benchmark_without_s3_reports_every_file_row() -> None:
     assert crewai.startswith(f"{CREWAI_FILE_ROW}: not installed")
     assert [entry.split(": ", 1)[0] for entry in skipped] == list(ADAPTER_S3_ROWS)
     assert all("no S3 endpoint" in entry for entry in skipped)
+
+
+#: The frameworks whose rows prompt_cache.py reports here (CrewAI's run in its own venv).
+PROMPT_CACHE_FRAMEWORKS = (
+    "openai-agents",
+    "pydantic-ai",
+    "langchain",
+    "langchain-async",
+    "google-adk",
+    "strands",
+    "llama-index",
+)
+
+
+def test_prompt_cache_benchmark_quick_run_sends_one_copy_and_keeps_the_prefix() -> None:
+    for framework in ("agents", "pydantic_ai", "langchain", "google.adk", "strands", "llama_index"):
+        pytest.importorskip(framework)
+    report = json.loads(run("prompt_cache.py", "--quick", "--json"))
+    assert (report["format"], report["benchmark"]) == ("docmem-benchmarks/1", "prompt_cache")
+    assert report["settings"]["turns"] == 8
+    assert report["errors"] == []
+    rows = report["results"]
+    defaults = [row for row in rows if row["default"]]
+    assert [row["framework"] for row in defaults] == list(PROMPT_CACHE_FRAMEWORKS)
+    for row in defaults:
+        assert row["checked"], row["notes"]  # every scripted step answered, both saves applied
+        for slot, copies in row["copies"].items():  # exactly one copy of each slot, every call
+            assert (copies["min"], copies["max"]) == (1, 1), (row["name"], slot)
+        assert row["stale_calls"] == 0, row["name"]
+        assert row["unchanged_calls"] > 0
+        # Every call whose memory did not change extends the previous request.
+        assert row["unchanged_extending_calls"] == row["unchanged_calls"], row["notes"]
+        assert row["ratio"] <= 1.05, row["name"]
+        assert row["passed"] is True, row["name"]
+    # The naive baselines are measured beside it: appending each turn piles copies up.
+    appended = [row for row in rows if row["injection"] == "append"]
+    assert appended
+    assert all(row["copies"]["user"]["max"] > 1 and row["passed"] is None for row in appended)
+    skipped = report["skipped"]
+    if importlib.util.find_spec("crewai") is None:
+        assert "crewai Agent.kickoff: skipped: crewai not installed" in "\n".join(skipped)
 
 
 @pytest.mark.parametrize("script", ["s3.py", "fsspec_store.py", "adapters.py", "encryption.py"])

@@ -10,8 +10,10 @@ and reports the ratio of the medians against a target.
 * :mod:`harness.contention`: many writers saving to one scope, and the check afterwards.
 * :mod:`harness.s3`: the S3 endpoint, fresh prefixes and their clean-up, request counting.
 * :mod:`harness.report`: a result row, the table, the JSON report.
-* :mod:`harness.frameworks`: one model call through each agent framework, with
-  docmem's adapter and with the same hook doing nothing.
+* :mod:`harness.frameworks`: each agent framework driven through its real loop and
+  offline model, with docmem's adapter and with the same hook doing nothing: one
+  model call (``adapters.py``), or a whole scripted conversation whose requests
+  are recorded (``prompt_cache.py``).
 
 :mod:`harness.s3` imports boto3, botocore and docmem_s3 only when called, so
 ``local.py`` needs docmem alone.

@@ -296,18 +296,13 @@ def parse(data: bytes) -> MemoryDocument:
     lines = _lines(data)
     header = _parse_header(lines[0])
     entries = _parse_entries(lines[1:], header.last)
-    if isinstance(header, _Header):
-        return MemoryDocument(
-            entries,
-            last=header.last,
-            revision=header.rev,
-            journal=header.ops,
-            fence=header.fence,
-            older_ids=header.older,
-        )
-    provenance = {record.index: record for record in header.prov}
-    if not provenance.keys() <= entries.keys():
-        raise _corrupt("provenance for an index with no entry", 1)
+    provenance: dict[int, Provenance] = {}
+    erased = None
+    if isinstance(header, _Header2):
+        provenance = {record.index: record for record in header.prov}
+        if not provenance.keys() <= entries.keys():
+            raise _corrupt("provenance for an index with no entry", 1)
+        erased = header.erased
     return MemoryDocument(
         entries,
         last=header.last,
@@ -316,7 +311,7 @@ def parse(data: bytes) -> MemoryDocument:
         fence=header.fence,
         older_ids=header.older,
         provenance=provenance,
-        erase_revision=header.erased,
+        erase_revision=erased,
     )
 
 

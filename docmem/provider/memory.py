@@ -42,6 +42,7 @@ from .mutation import (
     RevertResult,
     Save,
     SaveResult,
+    check_revert,
 )
 from .protocol import RecallContext, ToolsContext
 from .provenance import Provenance
@@ -254,8 +255,7 @@ class BoundMemory:
         return telemetry.operation(op, slot=self.slot, scheme=self._scheme, key=self._key)
 
     def _read_now(self, observation: Observed) -> MemoryDocument | None:
-        if self._cancel is not None and self._cancel.is_set():
-            raise Cancelled("the turn was cancelled; memory was not read")
+        self._check_cancel()
         return KeyReader(self._store, self._key, self._memory._parsed).load(observation).document
 
     def read(self) -> MemoryDocument | None:
@@ -380,7 +380,7 @@ class BoundMemory:
         with self._observe("read") as observation:
             target = self._revision(to_revision)
             current = self._read_now(observation)
-            Revert(target, "docmem-dry-run", at=0).check(current)
+            check_revert(to_revision, current)
             assert current is not None, "check() refuses a scope with no document"
             return RevertPlan(to_revision, current.revision, changes(current, target))
 

@@ -43,6 +43,7 @@ from .document import (
     serialize,
     serialize_shrinking,
 )
+from .history import changes
 from .journal import JournalRecord, Op
 from .provenance import Provenance, Restored, check_made_by
 from .secrets import SecretFilter
@@ -418,25 +419,7 @@ class Revert(Mutation[RevertResult]):
 
     def check(self, current: MemoryDocument | None) -> None:
         """Raise RevertRefused if ``current`` cannot be reverted to the target as asked."""
-        revision = 0 if current is None else current.revision
-        if self.expected_revision is not None and revision != self.expected_revision:
-            raise RevertRefused(
-                f"the memory changed since the dry run (revision {self.expected_revision} "
-                f"is now {revision}); review the new changes and revert again"
-            )
-        if current is None:
-            raise RevertRefused("the scope has no document to revert")
-        target = self.target.revision
-        if target > current.revision:
-            raise RevertRefused(
-                f"revision {target} is newer than the memory's revision {current.revision}"
-            )
-        erase = current.last_erase()
-        if erase is not None and target < erase:
-            raise RevertRefused(
-                f"revision {target} is before the erase at revision {erase}; "
-                "a revert never brings erased memory back"
-            )
+        check_revert(self.target.revision, current, self.expected_revision)
 
     def decide(self, document: MemoryDocument | None) -> Decision[RevertResult]:
         mine = self.own_record(document)
@@ -450,9 +433,9 @@ class Revert(Mutation[RevertResult]):
     def apply(self, document: MemoryDocument | None) -> Change[RevertResult]:
         assert document is not None, "check() refuses a scope with no document"
         target = self.target
-        removed = tuple(i for i in document.entries if target.entries.get(i) != document.entries[i])
-        restored = tuple(i for i in target.entries if document.entries.get(i) != target.entries[i])
-        if not (removed or restored):
+        diff = changes(document, target)
+        removed, restored = tuple(diff.removed), tuple(diff.added)
+        if not diff:
             return NoOp(RevertResult("unchanged", target.revision, document.revision))
         provenance = {i: p for i, p in document.provenance.items() if i not in removed}
         mark = Restored(self.at, self.mutation_id)
@@ -472,6 +455,33 @@ class Revert(Mutation[RevertResult]):
 
     def replayed(self, document: MemoryDocument) -> RevertResult:
         return RevertResult("replayed", self.target.revision, document.revision)
+
+
+def check_revert(
+    target: int, current: MemoryDocument | None, expected_revision: int | None = None
+) -> None:
+    """Raise RevertRefused if ``current`` cannot be reverted to revision ``target`` as asked.
+
+    What a revert's decision and its dry run (``BoundMemory.plan_revert``) both refuse.
+    """
+    revision = 0 if current is None else current.revision
+    if expected_revision is not None and revision != expected_revision:
+        raise RevertRefused(
+            f"the memory changed since the dry run (revision {expected_revision} "
+            f"is now {revision}); review the new changes and revert again"
+        )
+    if current is None:
+        raise RevertRefused("the scope has no document to revert")
+    if target > current.revision:
+        raise RevertRefused(
+            f"revision {target} is newer than the memory's revision {current.revision}"
+        )
+    erase = current.last_erase()
+    if erase is not None and target < erase:
+        raise RevertRefused(
+            f"revision {target} is before the erase at revision {erase}; "
+            "a revert never brings erased memory back"
+        )
 
 
 def _index(record: JournalRecord) -> int:

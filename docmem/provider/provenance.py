@@ -111,21 +111,13 @@ def problem(record: Provenance) -> str | None:
 
 def _valid_id(value: str) -> bool:
     """Non-empty and at most :data:`MAX_ID_BYTES` of UTF-8: every document parse asks."""
-    if 0 < len(value) * 4 <= MAX_ID_BYTES:  # four bytes a code point at most
-        return value.isascii() or _encodes(value)
+    if value.isascii():  # one byte a character: no encoding needed
+        return 0 < len(value) <= MAX_ID_BYTES
     try:
         size = len(value.encode("utf-8"))
     except UnicodeEncodeError:  # a lone surrogate, from code (JSON decoding refuses one)
         return False
-    return 0 < size <= MAX_ID_BYTES
-
-
-def _encodes(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return size <= MAX_ID_BYTES
 
 
 def _moment(milliseconds: int) -> datetime.datetime:

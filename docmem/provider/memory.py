@@ -402,7 +402,6 @@ class BoundMemory:
         """
         with self._observe("revert") as observation:
             with _outcome_reported():
-                _check_revision(to_revision)
                 if expected_revision is not None:
                     _check_revision(expected_revision)
                 target = self._revision(to_revision)

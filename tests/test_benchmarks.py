@@ -242,7 +242,7 @@ def test_hot_scope_benchmark_quick_run_checks_every_entry_and_counts_lost_races(
     env = {name: value for name, value in os.environ.items() if name != "LOCALSTACK_ENDPOINT"}
     report = json.loads(run("hot_scope.py", "--quick", "--json", env=env))
     assert report["benchmark"] == "hot_scope"
-    [result] = report["results"]  # no endpoint: the file:// row alone
+    result, raw = report["results"]  # no endpoint: the file:// rows alone
     assert result["name"].startswith("file://, 4 threads x 10 saves")
     assert result["baseline"] == "group_commit=False"
     assert result["target"] == 0.3
@@ -251,6 +251,11 @@ def test_hot_scope_benchmark_quick_run_checks_every_entry_and_counts_lost_races(
     assert grouped.startswith("group commit: all 40 entries present in 2 of 2 runs")
     assert alone.startswith("one write per save: all 40 entries present in 2 of 2 runs")
     assert re.search(r"per save 0\.\d\d writes", grouped), "group commit shared no write"
+    assert raw["name"] == f"{result['name']}, against a raw loop"
+    assert (raw["baseline"], raw["target"]) == ("raw CAS loop", 0.5)
+    assert raw["subject_seconds"] == result["subject_seconds"]  # the same group commit runs
+    assert raw["checked"], raw["notes"]
+    assert raw["notes"][0].startswith("raw loop: 0 lines missing")
 
 
 PROVENANCE_FILE_ROWS = ("save, file://", "save, file://, history=0", "recall, file://")

@@ -44,6 +44,7 @@ from docmem.provider.journal import (
     find_older,
     id_digest,
 )
+from docmem.provider.provenance import Provenance
 
 VECTORS = json.loads((Path(__file__).parent / "vectors" / "documents.json").read_text("utf-8"))
 HEADER = '<!-- docmem/1 {"last":1,"rev":2,"ops":[]} -->\n'
@@ -1118,3 +1119,76 @@ def test_recall_length_is_the_rendered_length_on_vectors(vector: dict[str, Any],
 def test_recall_length_is_the_rendered_length(entries: dict[int, str], slot: str) -> None:
     document = MemoryDocument(entries, last=max(entries, default=-1))
     assert recall_length(document, slot) == len(render_recall(document, slot))
+
+
+# --- derived parts: serialize and recall_length reuse what a parent document computed ---------
+
+
+def _reference_serialize(document: MemoryDocument) -> bytes:
+    """What serialize() wrote before it kept derived parts: the whole header through msgspec."""
+    encoder = msgspec.json.Encoder()
+    header: document_module._Header | document_module._Header2
+    reverted = any(record.op == "revert" for record in document.journal)
+    if document.provenance or document.erase_revision is not None or reverted:
+        start = "<!-- docmem/2 "
+        header = document_module._Header2(
+            last=document.last,
+            rev=document.revision,
+            ops=document.journal,
+            older=document.older_ids,
+            erased=document.erase_revision,
+            prov=tuple(document.provenance.values()),
+            fence=document.fence,
+        )
+    else:
+        start = "<!-- docmem/1 "
+        header = document_module._Header(
+            last=document.last,
+            rev=document.revision,
+            ops=document.journal,
+            older=document.older_ids,
+            fence=document.fence,
+        )
+    lines = "".join(f"{index}: {text}\n" for index, text in document.entries.items())
+    return f"{start}{encoder.encode(header).decode()} -->\n{lines}".encode()
+
+
+_step = st.one_of(
+    st.tuples(st.just("save"), _entry_text, st.booleans(), st.text(max_size=8)),
+    st.tuples(st.just("remove"), st.integers(0, 11)),
+    st.tuples(st.just("erase")),
+    st.tuples(st.just("parse")),
+    st.tuples(st.just("ask")),  # computes the parts now, so the next step extends them
+)
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None)
+@given(documents(), st.lists(_step, max_size=12), st.sampled_from(["user", "team"]))
+def test_serialize_and_recall_length_stay_exact_through_changes(
+    document: MemoryDocument, steps: list[tuple[Any, ...]], slot: str
+) -> None:
+    assume(document.last < MAX_INDEX - len(steps))
+    for step in steps:
+        revision = document.revision + 1
+        if step[0] == "save":
+            _, text, attributed, session = step
+            index = document.last + 1
+            made = Provenance(index, 1764633600123, "model", f"s-é-{index}", session or None)
+            document = document.with_entry(
+                text, rec(revision, index=index), made if attributed else None
+            )
+        elif step[0] == "remove" and document.entries:
+            index = sorted(document.entries)[step[1] % len(document.entries)]
+            document = document.without_entry(index, rec(revision, "remove", index))
+        elif step[0] == "erase":
+            document = document.erased(rec(revision, "erase", None))
+        elif step[0] == "parse":
+            data = serialize(document)
+            assume(len(data) <= MAX_DOCUMENT_BYTES)
+            document = parse(data)
+        else:
+            serialize(document)
+            recall_length(document, slot)
+        assert serialize(document) == _reference_serialize(document)
+        assert recall_length(document, slot) == len(render_recall(document, slot))

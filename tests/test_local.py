@@ -109,6 +109,18 @@ def test_leftover_temp_files_are_not_keys(tmp_path: Path) -> None:
     assert list(store.keys()) == ["k"]
 
 
+def test_reads_leave_the_access_time_alone(tmp_path: Path) -> None:
+    # An access time changed by a read would add the inode to the next save's journal commit.
+    store = LocalBackend(tmp_path, create=True)
+    version = store.write("k", b"v0", expected=None)
+    path = store.path("k")
+    old = os.stat(path).st_mtime_ns - 10**9  # older than the mtime: relatime would update it
+    os.utime(path, ns=(old, os.stat(path).st_mtime_ns))
+    assert store.read("k") is not None
+    store.write("k", b"v1", expected=version)  # the conditional write reads it too
+    assert os.stat(store.path("k") + ".~0").st_atime_ns == old
+
+
 def test_parse_cache_never_hides_a_changed_document(tmp_path: Path) -> None:
     store = LocalBackend(tmp_path, create=True)
     mem = docmem.FileMemory(store).bind(docmem.lock_scope(namespace="n", scope="s"), slot="u")

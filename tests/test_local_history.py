@@ -214,6 +214,53 @@ def test_delete_removes_kept_versions_of_a_document_removed_out_of_band(tmp_path
     assert _kept_names(store, "k") == []
 
 
+# -- the version falling out of the history is the next document's file --------------------
+
+
+def test_the_version_that_falls_out_is_rewritten_as_the_new_document(tmp_path: Path) -> None:
+    store = LocalBackend(tmp_path, create=True, history=2)
+    document = Path(store.path("k"))
+    store.write("k", b"a first version, longer than the one that reuses its file", expected=None)
+    first = document.stat().st_ino
+    current = store.read("k")
+    assert current is not None
+    written = _write_versions(store, "k", 3)  # v0 keeps ~0 (the first), v1 ~1, v2 drops ~0
+    assert document.stat().st_ino == first  # the dropped version's file, rewritten in place
+    assert document.read_bytes() == b"v2"  # and cut to the new length
+    assert store.read("k") == written[-1]
+    assert _kept_names(store, "k") == ["k.md.~1", "k.md.~2"]
+    assert _versions(store, "k") == [stored.version for stored in written]
+    assert not [name for name in os.listdir(document.parent) if name.startswith(".tmp-")]
+
+
+def test_a_dropped_name_that_is_a_second_name_of_the_document_is_never_written(
+    tmp_path: Path,
+) -> None:
+    store = LocalBackend(tmp_path, create=True, history=2)
+    written = _write_versions(store, "k", 3)  # ~0 = v0, ~1 = v1, the document v2
+    document = Path(store.path("k"))
+    oldest = document.parent / "k.md.~0"
+    oldest.unlink()
+    os.link(document, oldest)  # left by a crash between a link and a rename, say
+    written += _write_versions(store, "k", 1, start=3)  # drops ~0, keeps v2 as ~2
+    assert (document.parent / "k.md.~2").read_bytes() == b"v2"  # not written through
+    assert _versions(store, "k") == [stored.version for stored in written[1:]]
+
+
+def test_a_symlink_under_the_dropped_name_is_neither_followed_nor_written(tmp_path: Path) -> None:
+    store = LocalBackend(tmp_path / "store", create=True, history=2)
+    _write_versions(store, "k", 3)
+    outside = tmp_path / "elsewhere"
+    outside.write_bytes(b"not the store's")
+    oldest = Path(store.path("k")).parent / "k.md.~0"
+    oldest.unlink()
+    oldest.symlink_to(outside)
+    written = _write_versions(store, "k", 1, start=3)
+    assert outside.read_bytes() == b"not the store's"
+    assert store.read("k") == written[0]
+    assert not Path(store.path("k")).is_symlink()
+
+
 # -- failures and crashes -------------------------------------------------------------------
 
 

@@ -12,8 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 
-__all__ = ["ensure_directory", "fsync_directory", "link_new_file", "write_new_file"]
+__all__ = [
+    "ensure_directory",
+    "fsync_directory",
+    "link_new_file",
+    "rewrite_own_file",
+    "write_new_file",
+]
 
 _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
 _NEW_FILE_MODE = 0o600
@@ -39,6 +46,43 @@ def write_new_file(path: str, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(path)
         raise
+
+
+def rewrite_own_file(path: str, data: bytes) -> bool:
+    """Overwrite ``path`` with exactly ``data`` and fsync it; False, untouched, if it is not ours.
+
+    For a file whose contents are no longer needed, reused as a new file's
+    inode: on ext4 freeing an inode and its blocks and allocating new ones
+    costs more than the write itself (docs/design.md, section 4, "History on file://"). Only a
+    regular file (``O_NOFOLLOW``) owned by this user that no other name
+    shares is written, so the bytes cannot land in a file reachable another
+    way (the current document, should the old name be a second name of it).
+    A failed write removes the file, as :func:`write_new_file` does.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        try:
+            info = os.fstat(fd)
+            if not (
+                stat.S_ISREG(info.st_mode) and info.st_nlink == 1 and info.st_uid == os.geteuid()
+            ):
+                return False
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if info.st_size > len(data):
+                os.ftruncate(fd, len(data))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+    return True
 
 
 def fsync_directory(directory: str) -> None:

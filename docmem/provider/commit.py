@@ -392,11 +392,15 @@ def _pending(member: Batched) -> bool:
 
 
 def _keeps_records(document: MemoryDocument, accepted: list[tuple[Batched, Write[Any]]]) -> bool:
-    """Whether ``document``'s journal still holds the record of every accepted member."""
-    return all(
-        journal.find(document.journal, member.work.mutation.id_digest) is not None
-        for member, _ in accepted
-    )
+    """Whether ``document``'s journal still holds the record of every accepted member.
+
+    A journal only ever loses its oldest records (it is cut to its newest, or
+    to an erase's own record), and each accepted member's record was added
+    after the one before it: the first member's record still there means
+    every later one is too. One look, not one per member, for each decision.
+    """
+    first = accepted[0][0].work.mutation.id_digest
+    return journal.find(document.journal, first) is not None
 
 
 def _unmade(*, cancelled: bool, pending: bool) -> DocmemError:

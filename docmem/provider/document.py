@@ -23,6 +23,7 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import TypeVar
 
 import msgspec
 
@@ -64,6 +65,9 @@ MAX_INDEX = 2**53 - 1
 _HEADER_START = "<!-- docmem/1 "
 _HEADER_START_2 = "<!-- docmem/2 "
 _HEADER_END = " -->"
+_START_1 = _HEADER_START.encode("ascii")
+_START_2 = _HEADER_START_2.encode("ascii")
+_END = b"}" + _HEADER_END.encode("ascii") + b"\n"
 _ENTRY_LINE = re.compile(r"(0|[1-9][0-9]*): (.*)", re.DOTALL)
 _DIGEST = re.compile(r"[A-Za-z0-9_-]{22}")
 _FENCE = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -101,6 +105,49 @@ _header2_decoder = msgspec.json.Decoder(_Header2)
 _encoder = msgspec.json.Encoder()
 
 
+class _Derived:
+    """What :func:`serialize` and :func:`recall_length` derive from a document's entries.
+
+    Each part is computed at most once per document, when first asked for,
+    and a document made by :meth:`MemoryDocument.with_entry` extends its
+    parent's parts by the one new entry instead of recomputing them: the
+    members of a group-commit batch each save one entry on the document the
+    one before left, and would otherwise each re-encode every entry
+    (docs/design.md, section 5, "Group commit"). A parsed document starts with its body,
+    which the stored bytes already hold.
+    """
+
+    __slots__ = ("body", "provenance", "recall")
+
+    def __init__(
+        self, body: bytes | None = None, provenance: bytes | None = None, recall: int | None = None
+    ) -> None:
+        #: The entry lines, encoded: everything after the header line.
+        self.body = body
+        #: The provenance records as a JSON array, as the header holds them.
+        self.provenance = provenance
+        #: The characters of the recall's entry lines: ``"\n".join`` of ``"<index>: <text>"``.
+        self.recall = recall
+
+    def extended(self, index: int, text: str, made: Provenance | None) -> _Derived:
+        """The parts of a document with one more entry, ``index`` above every other."""
+        line = f"{index}: {text}"
+        body = self.body
+        if body is not None:
+            body += f"{line}\n".encode()
+        provenance = self.provenance
+        if provenance is not None and made is not None:
+            added = _encoder.encode(made)
+            if provenance == b"[]":
+                provenance = b"[" + added + b"]"
+            else:
+                provenance = provenance[:-1] + b"," + added + b"]"
+        recall = self.recall
+        if recall is not None:
+            recall += len(line) + (1 if recall else 0)
+        return _Derived(body, provenance, recall)
+
+
 @dataclass(frozen=True)
 class MemoryDocument:
     """One scope's memory as stored: live entries by index, and its bookkeeping.
@@ -122,6 +169,7 @@ class MemoryDocument:
     older_ids: bytes = b""
     provenance: Mapping[int, Provenance] = field(default_factory=lambda: _NO_PROVENANCE)
     erase_revision: int | None = None
+    _derived: _Derived = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Always a private, index-sorted, read-only copy: serialize() relies on the order.
@@ -130,6 +178,43 @@ class MemoryDocument:
         if self.provenance:
             provenance = dict(sorted(self.provenance.items()))
             object.__setattr__(self, "provenance", MappingProxyType(provenance))
+        object.__setattr__(self, "_derived", _Derived())
+
+    @classmethod
+    def _in_order(
+        cls,
+        entries: dict[int, str],
+        *,
+        last: int,
+        revision: int,
+        journal: tuple[JournalRecord, ...],
+        fence: str | None,
+        older_ids: bytes,
+        provenance: Mapping[int, Provenance],
+        erase_revision: int | None,
+        derived: _Derived,
+    ) -> MemoryDocument:
+        """A document of ``entries`` and ``provenance`` already in index order, kept as given.
+
+        For :meth:`with_entry`, whose new index is above every other, and
+        :func:`parse`, which refuses indexes out of order: the copy and sort
+        in ``__post_init__`` would cost each a pass over every entry.
+        """
+        document = object.__new__(cls)
+        fields = {
+            "entries": MappingProxyType(entries),
+            "last": last,
+            "revision": revision,
+            "journal": journal,
+            "fence": fence,
+            "older_ids": older_ids,
+            "provenance": _read_only(provenance),
+            "erase_revision": erase_revision,
+            "_derived": derived,
+        }
+        for name, value in fields.items():
+            object.__setattr__(document, name, value)
+        return document
 
     def index_of(self, text: str) -> int | None:
         """The index of an entry with exactly this (normalized) text, if any."""
@@ -150,16 +235,33 @@ class MemoryDocument:
         index = self.last + 1
         if index > MAX_INDEX:
             raise IndexExhausted(f"every index up to {MAX_INDEX} has been allocated in this scope")
-        entries = {**self.entries, index: text}
-        provenance = self.provenance if made is None else {**self.provenance, index: made}
-        return self._next(entries, last=index, record=record, provenance=provenance)
+        entries = _copied(self.entries)  # the new index is the highest: still in order
+        entries[index] = text
+        provenance = self.provenance
+        if made is not None:
+            provenance = _copied(provenance)
+            provenance[index] = made
+        records, older_ids = append(self.journal, self.older_ids, record)
+        return MemoryDocument._in_order(
+            entries,
+            last=index,
+            revision=record.rev,
+            journal=records,
+            fence=self.fence,
+            older_ids=older_ids,
+            provenance=provenance,
+            erase_revision=self.erase_revision,
+            derived=self._derived.extended(index, text, made),
+        )
 
     def without_entry(self, index: int, record: JournalRecord) -> MemoryDocument:
         """A copy without entry ``index`` (which must exist) or its provenance; ``last`` is kept."""
-        entries = {k: v for k, v in self.entries.items() if k != index}
+        entries = _copied(self.entries)
+        del entries[index]
         provenance = self.provenance
         if index in provenance:
-            provenance = {k: v for k, v in provenance.items() if k != index}
+            provenance = _copied(provenance)
+            del provenance[index]
         return self._next(entries, last=self.last, record=record, provenance=provenance)
 
     def reverted(
@@ -221,6 +323,28 @@ class MemoryDocument:
         if self.erase_revision is not None:
             return self.erase_revision
         return max((r.rev for r in self.journal if r.op == "erase"), default=None)
+
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _copied(mapping: Mapping[_K, _V]) -> dict[_K, _V]:
+    """A dict copy of one of a document's read-only mappings.
+
+    The read-only mapping's ``copy()`` is its dict's own, a copy in C; ``{**mapping}``
+    and ``dict(mapping)`` would look up every key through the mapping protocol.
+    """
+    if isinstance(mapping, MappingProxyType):
+        return mapping.copy()
+    return dict(mapping)
+
+
+def _read_only(provenance: Mapping[int, Provenance]) -> Mapping[int, Provenance]:
+    """``provenance`` as a document holds it: read-only, the shared empty one when empty."""
+    if not provenance:
+        return _NO_PROVENANCE
+    return provenance if isinstance(provenance, MappingProxyType) else MappingProxyType(provenance)
 
 
 def new_document() -> MemoryDocument:
@@ -303,7 +427,11 @@ def parse(data: bytes) -> MemoryDocument:
         if not provenance.keys() <= entries.keys():
             raise _corrupt("provenance for an index with no entry", 1)
         erased = header.erased
-    return MemoryDocument(
+    # Canonical bytes (the header is checked canonical, every entry line is as serialize()
+    # writes it): the lines after the header are the body serialize() would write.
+    body = data[data.index(b"\n") + 1 :]
+    recall = sum(map(len, lines[1:])) + len(lines) - 2 if entries else 0
+    return MemoryDocument._in_order(
         entries,
         last=header.last,
         revision=header.rev,
@@ -312,6 +440,7 @@ def parse(data: bytes) -> MemoryDocument:
         older_ids=header.older,
         provenance=provenance,
         erase_revision=erased,
+        derived=_Derived(body=body, recall=recall),
     )
 
 
@@ -419,31 +548,45 @@ def serialize(document: MemoryDocument) -> bytes:
 
     ``docmem/2`` only when the document carries provenance or an erase's
     revision, so a document without them stays readable by older releases.
+    The entry lines and the provenance array come from the document's
+    derived parts (see :class:`_Derived`), so a batch of saves does not
+    re-encode every entry for each member.
     """
-    header: _Header | _Header2
+    derived = document._derived
+    if derived.body is None:
+        derived.body = "".join(
+            [f"{index}: {text}\n" for index, text in document.entries.items()]
+        ).encode("utf-8")
     if document.provenance or document.erase_revision is not None or _reverted(document):
-        start = _HEADER_START_2
-        header = _Header2(
+        if derived.provenance is None:
+            derived.provenance = _encoder.encode(tuple(document.provenance.values()))
+        header = _encoder.encode(
+            _Header2(
+                last=document.last,
+                rev=document.revision,
+                ops=document.journal,
+                older=document.older_ids,
+                erased=document.erase_revision,
+            )
+        )
+        # ``prov`` and ``fence`` are the last fields, in that order: spliced in as msgspec
+        # would encode them (tests/test_document.py pins the equality).
+        tail = b""
+        if document.provenance:
+            tail += b',"prov":' + derived.provenance
+        if document.fence is not None:
+            tail += b',"fence":' + _encoder.encode(document.fence)
+        return b"".join((_START_2, header[:-1], tail, _END, derived.body))
+    header = _encoder.encode(
+        _Header(
             last=document.last,
             rev=document.revision,
             ops=document.journal,
             older=document.older_ids,
-            erased=document.erase_revision,
-            prov=tuple(document.provenance.values()),
             fence=document.fence,
         )
-    else:
-        start = _HEADER_START
-        header = _Header(
-            last=document.last,
-            rev=document.revision,
-            ops=document.journal,
-            older=document.older_ids,
-            fence=document.fence,
-        )
-    lines = [f"{index}: {text}\n" for index, text in document.entries.items()]
-    head = f"{start}{_encoder.encode(header).decode('utf-8')}{_HEADER_END}\n"
-    return (head + "".join(lines)).encode("utf-8")
+    )
+    return b"".join((_START_1, header[:-1], _END, derived.body))
 
 
 def _reverted(document: MemoryDocument) -> bool:
@@ -553,10 +696,13 @@ def render_recall(document: MemoryDocument, slot: str) -> str:
 
 def recall_length(document: MemoryDocument, slot: str) -> int:
     """``len(render_recall(document, slot))`` without building the message (every save asks)."""
-    entries = document.entries
     intro = _INTRO_WITHOUT_SLOT + 2 * len(slot)  # the intro names the slot twice
-    if not entries:
+    if not document.entries:
         return intro + len(_EMPTY_RECALL)
-    # Each line is "<index>: <text>", joined by one newline fewer than there are lines.
-    digits = sum(map(len, map(str, entries)))
-    return intro + digits + sum(map(len, entries.values())) + 3 * len(entries) - 1
+    derived = document._derived
+    if derived.recall is None:
+        # Each line is "<index>: <text>", joined by one newline fewer than there are lines.
+        entries = document.entries
+        digits = sum(map(len, map(str, entries)))
+        derived.recall = digits + sum(map(len, entries.values())) + 3 * len(entries) - 1
+    return intro + derived.recall

@@ -112,7 +112,7 @@ bench: $(VENV)/.dev
 	$(BIN)/python benchmarks/telemetry.py
 	$(BIN)/python benchmarks/startup.py
 	$(BIN)/python benchmarks/prompt_cache.py
-	scripts/with-test-servers sh -c '$(BIN)/python benchmarks/s3.py && $(BIN)/python benchmarks/hot_scope.py && $(BIN)/python benchmarks/fsspec_store.py && $(BIN)/python benchmarks/adapters.py && $(BIN)/python benchmarks/encryption.py && $(BIN)/python benchmarks/transfer.py && $(BIN)/python benchmarks/provenance.py'
+	scripts/with-test-servers sh -c '$(BIN)/python benchmarks/s3.py && $(BIN)/python benchmarks/hot_scope.py && $(BIN)/python benchmarks/fsspec_store.py && $(BIN)/python benchmarks/adapters.py && $(BIN)/python benchmarks/encryption.py && $(BIN)/python benchmarks/transfer.py && $(BIN)/python benchmarks/provenance.py && $(BIN)/python benchmarks/mcp_load.py'
 	$(MAKE) --no-print-directory $(CREWAI_VENV)/.ready
 	$(CREWAI_RUN) benchmarks/adapters.py    # CrewAI's file:// row, in its venv (no docmem-s3 there)
 	$(CREWAI_RUN) benchmarks/prompt_cache.py    # CrewAI's rows, in its venv

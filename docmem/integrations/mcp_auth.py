@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +60,11 @@ _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 #: What the log says of a refused token (the client's doing), and of one not verified (ours).
 _REFUSED = "bearer token refused"
 _UNVERIFIED = "bearer token not verified"
+#: How many accepted tokens are remembered, and for how many seconds at most.
+_REMEMBERED_TOKENS = 4096
+_REMEMBERED_SECONDS = 60.0
+#: The wall clock the remembered tokens' ``exp`` is checked against (a test sets its own).
+_now = time.time
 
 
 def load_public_key(path: str | Path) -> PublicKey:
@@ -169,6 +175,46 @@ class _RefusalLog:
             return repeats, seconds
 
 
+class _Accepted:
+    """Tokens accepted lately: a client's next request skips PyJWT (about 0.5 ms a token).
+
+    A token is remembered by its exact text, whose signature and claims were
+    verified, and accepted again only before its ``exp`` (with the leeway),
+    within ``seconds`` of its verification (so a key dropped from a JWKS
+    stops working soon, as the JWKS cache lets it), and while it is among
+    the ``size`` used last. Refused tokens are never remembered: a flood of
+    bad tokens costs a verification each and cannot fill the memory.
+    """
+
+    def __init__(self, size: int, seconds: float) -> None:
+        self._size = size
+        self._seconds = seconds
+        self._guard = threading.Lock()  # verifications run in worker threads too
+        self._tokens: OrderedDict[str, tuple[float, AccessToken]] = OrderedDict()
+
+    def get(self, token: str) -> AccessToken | None:
+        """The token's ``AccessToken`` if it was accepted and may still be; else ``None``."""
+        now = _now()
+        with self._guard:
+            found = self._tokens.get(token)
+            if found is None:
+                return None
+            if now >= found[0]:
+                del self._tokens[token]
+                return None
+            self._tokens.move_to_end(token)
+            return found[1]
+
+    def add(self, access: AccessToken, valid_until: float) -> None:
+        """Remember an accepted token until ``valid_until`` at most (its ``exp`` and leeway)."""
+        until = min(valid_until, _now() + self._seconds)
+        with self._guard:
+            self._tokens[access.token] = (until, access)
+            self._tokens.move_to_end(access.token)
+            while len(self._tokens) > self._size:
+                self._tokens.popitem(last=False)
+
+
 class JwtVerifier:
     """Verifies bearer JWTs for an MCP server (the SDK's ``TokenVerifier`` protocol).
 
@@ -178,7 +224,9 @@ class JwtVerifier:
     ``jwks_cache_seconds`` and refetched once for an unknown ``kid``).
     ``issuer`` and ``audience`` must match the token's ``iss`` and ``aud``
     exactly. The accepted token becomes the request's ``AccessToken``:
-    ``subject`` is ``sub``, ``claims`` all the token's claims.
+    ``subject`` is ``sub``, ``claims`` all the token's claims. A client sends
+    its token with every request, so an accepted one is remembered for up to
+    a minute (:class:`_Accepted`), never past its ``exp``.
     """
 
     def __init__(
@@ -204,6 +252,7 @@ class JwtVerifier:
         self.leeway = leeway
         self._key = key
         self._refusals = _RefusalLog(logger)
+        self._accepted = _Accepted(_REMEMBERED_TOKENS, _REMEMBERED_SECONDS)
         self._jwks: jwt.PyJWKClient | None = None
         if jwks_url is not None:
             check_jwks_url(jwks_url)
@@ -240,6 +289,9 @@ class JwtVerifier:
 
     async def verify_token(self, token: str) -> AccessToken | None:
         """The token's ``AccessToken`` when it is valid, else ``None`` (the SDK answers 401)."""
+        accepted = self._accepted.get(token)
+        if accepted is not None:
+            return accepted
         if self._jwks is not None:  # the JWKS fetch blocks: keep it off the event loop
             return await anyio.to_thread.run_sync(self._verify, token)
         return self._verify(token)
@@ -277,7 +329,7 @@ class JwtVerifier:
         if not isinstance(subject, str) or not subject.strip():
             self._refusals.refused(logging.INFO, _REFUSED, "blank subject")
             return None
-        return AccessToken(
+        access = AccessToken(
             token=token,
             client_id=_client_id(claims),
             scopes=_scopes(claims),
@@ -286,6 +338,8 @@ class JwtVerifier:
             subject=subject,
             claims=claims,
         )
+        self._accepted.add(access, float(claims["exp"]) + self.leeway)
+        return access
 
 
 def check_jwks_url(url: str) -> str:

@@ -193,6 +193,9 @@ class _Memory:
         #: One runtime per slot, so a resource reads its own slot only.
         self.single = {slot.name: MemoryRuntime([slot]) for slot in self.slots}
         self._resolve = resolve
+        #: Where slot namespaces are resolved from: the working directory the server was
+        #: built in, read once (not a ``getcwd`` system call per request on the event loop).
+        self.app_root = os.getcwd()
 
     def scope(self, request: ServerRequestContext[Any, Any] | None) -> ScopeContext | None:
         """The caller's trusted scope context; raises :class:`_Unresolved` with the reason."""
@@ -210,7 +213,7 @@ class _Memory:
             return False
         found = next(each for each in self.slots if each.name == slot)
         try:
-            return found.lock(scope, app_root=os.getcwd(), node="agent") is not None
+            return found.lock(scope, app_root=self.app_root, node="agent") is not None
         except Exception as error:
             unresolved = _unresolved(error)
         raise unresolved
@@ -226,7 +229,7 @@ class _Memory:
         keys: dict[str, str] = {}
         for slot in self.slots:
             try:
-                lock = slot.lock(scope, app_root=os.getcwd(), node="agent")
+                lock = slot.lock(scope, app_root=self.app_root, node="agent")
             except Exception:  # an unresolvable slot is notified to nobody
                 continue
             if lock is not None:
@@ -391,6 +394,7 @@ async def _dispatch(
             {} if arguments is None else arguments,
             call_id=call_id,
             session_id=_SESSION if call_id else None,
+            app_root=memory.app_root,
         )
     except BaseException:  # the client cancelled: a save still retrying stops before its next try
         cancel.set()
@@ -400,7 +404,7 @@ async def _dispatch(
 def _prompt(memory: _Memory) -> Prompt:
     async def docmem_recall(ctx: Context) -> list[UserMessage]:
         scope = _scope_or_error(memory, ctx.request_context)
-        recalls = await _read(memory.runtime, scope)
+        recalls = await _read(memory.runtime, scope, memory.app_root)
         return [UserMessage(recall.content) for recall in recalls]
 
     return Prompt.from_function(
@@ -417,7 +421,7 @@ def _resource(memory: _Memory, slot: str) -> FunctionResource:
             raise _protocol_error(unresolved) from None
         if not active:
             raise MCPError(INVALID_PARAMS, f"Memory slot {slot!r} is off for this caller.")
-        recalls = await _read(memory.single[slot], scope)
+        recalls = await _read(memory.single[slot], scope, memory.app_root)
         return "\n\n".join(recall.content for recall in recalls) or _nothing_saved(slot)
 
     return FunctionResource.from_function(
@@ -455,10 +459,12 @@ def _protocol_error(unresolved: _Unresolved) -> MCPError:
     return MCPError(INTERNAL_ERROR, unresolved.sentence, data)
 
 
-async def _read(runtime: MemoryRuntime, scope: ScopeContext | None) -> list[ProjectedRecall]:
+async def _read(
+    runtime: MemoryRuntime, scope: ScopeContext | None, app_root: str
+) -> list[ProjectedRecall]:
     """A fresh recall; a failure is an MCP error carrying docmem's sentence and code."""
     try:
-        return await runtime.arecall(scope)
+        return await runtime.arecall(scope, app_root=app_root)
     except DocmemError as error:
         failure = MCPError(INTERNAL_ERROR, error_result(error).text, {"code": error.code})
     except Exception as error:  # a provider bug: its type only, never its text

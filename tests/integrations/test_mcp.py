@@ -1011,3 +1011,145 @@ def test_a_bare_port_binds_loopback_only() -> None:
 
     assert mcp_cli._address("8765") == mcp_cli._Address("127.0.0.1", 8765)
     assert mcp_cli._address("0.0.0.0:8765").host == "0.0.0.0"  # only when asked for
+
+
+# -- serving many clients -------------------------------------------------------------
+
+
+def counting_decodes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every token PyJWT is asked to verify from now on, in order."""
+    decoded: list[str] = []
+    decode = jwt.decode
+
+    def counted(token: str, *args: Any, **kwargs: Any) -> Any:
+        decoded.append(token)
+        return decode(token, *args, **kwargs)
+
+    monkeypatch.setattr(jwt, "decode", counted)
+    return decoded
+
+
+def verified(verifier: JwtVerifier, token: str) -> str | None:
+    """The subject ``verifier`` accepts ``token`` for, or ``None``."""
+    accepted = run(functools.partial(verifier.verify_token, token))
+    return None if accepted is None else accepted.subject
+
+
+def test_an_accepted_token_is_verified_once_and_never_trusted_past_its_exp(
+    issuer_key: SigningKey, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from docmem.integrations import mcp_auth
+
+    decoded = counting_decodes(monkeypatch)
+    verifier = JwtVerifier(issuer=ISSUER, audience=AUDIENCE, key=issuer_key.public)
+    alice, bob = issuer_key.token("alice", lifetime=30), issuer_key.token("bob", lifetime=300)
+    subjects = [verified(verifier, token) for token in (alice, alice, bob)]
+    assert subjects == ["alice", "alice", "bob"]
+    assert decoded == [alice, bob]  # the client's next request skipped PyJWT
+    now = mcp_auth._now()
+    monkeypatch.setattr(mcp_auth, "_now", lambda: now + 31)  # past alice's exp, within a minute
+    verified(verifier, alice)
+    verified(verifier, bob)
+    assert decoded == [alice, bob, alice]  # alice's verified afresh, bob's still remembered
+
+
+def test_an_accepted_token_is_verified_again_after_a_minute(
+    issuer_key: SigningKey, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from docmem.integrations import mcp_auth
+
+    decoded = counting_decodes(monkeypatch)
+    verifier = JwtVerifier(issuer=ISSUER, audience=AUDIENCE, key=issuer_key.public)
+    token = issuer_key.token("alice", lifetime=3600)
+    assert verified(verifier, token) == "alice"
+    now = mcp_auth._now()
+    monkeypatch.setattr(mcp_auth, "_now", lambda: now + 61)  # a JWKS key may have rotated
+    assert verified(verifier, token) == "alice"
+    assert decoded == [token, token]
+
+
+def test_a_refused_token_is_never_remembered(
+    issuer_key: SigningKey, stranger_key: SigningKey, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoded = counting_decodes(monkeypatch)
+    verifier = JwtVerifier(issuer=ISSUER, audience=AUDIENCE, key=issuer_key.public)
+    refused = (stranger_key.token("alice"), issuer_key.token("alice", audience="another"))
+    for token in (*refused, *refused):
+        assert verified(verifier, token) is None
+    assert decoded == [*refused, *refused]
+
+
+def test_remembered_tokens_are_bounded_by_the_least_recently_used() -> None:
+    from mcp.server.auth.provider import AccessToken
+
+    from docmem.integrations import mcp_auth
+
+    remembered = mcp_auth._Accepted(size=2, seconds=60)
+    tokens = {
+        name: AccessToken(token=name, client_id="", scopes=[], subject=name)
+        for name in ("a", "b", "c")
+    }
+    far = mcp_auth._now() + 3600
+    remembered.add(tokens["a"], far)
+    remembered.add(tokens["b"], far)
+    assert remembered.get("a") is tokens["a"]  # a is now the one used last
+    remembered.add(tokens["c"], far)
+    assert [remembered.get(name) for name in "abc"] == [tokens["a"], None, tokens["c"]]
+
+
+def test_http_connections_send_each_write_at_once() -> None:
+    """Nagle's algorithm is off on every accepted connection (no 40 ms delayed-ACK stall)."""
+    import socket
+
+    from docmem.integrations import mcp_cli
+
+    listener = mcp_cli._listen(mcp_cli._Address("127.0.0.1", 0))
+    nodelay: list[int] = []
+
+    async def accept_one() -> None:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            sock = writer.get_extra_info("socket")
+            nodelay.append(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(handle, sock=listener)  # as uvicorn serves it
+        async with server:
+            reader, writer = await asyncio.open_connection(*listener.getsockname()[:2])
+            await reader.read()
+            writer.close()
+
+    run(accept_one)
+    assert len(nodelay) == 1
+    assert nodelay[0] != 0
+
+
+def test_namespaces_resolve_from_the_directory_the_server_was_built_in(
+    store: docmem.Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every request of a server sees one app root, read once (no getcwd on the event loop)."""
+    roots: list[str] = []
+
+    def namespace(context: docmem.NamespaceContext) -> str:
+        roots.append(context.app_root)
+        return f"{NAMESPACE}:user"
+
+    built_in, later = tmp_path / "built", tmp_path / "later"
+    built_in.mkdir()
+    later.mkdir()
+    monkeypatch.chdir(built_in)
+    slot = docmem.MemorySlot(
+        "user", docmem.FileMemory(store), scope=docmem.by_principal, namespace=namespace
+    )
+    server = docmem_mcp_server([slot], scope_context=fixed_principal(ALICE))
+    monkeypatch.chdir(later)
+
+    async def body() -> None:
+        async with Client(server) as client:
+            await client.call_tool("user__save_memory", {"text": "Prefers metric units."})
+            await client.get_prompt(RECALL_PROMPT)
+            await client.read_resource("docmem://user")
+
+    run(body)
+    assert roots
+    assert set(roots) == {str(built_in)}
+    assert entries(store, ALICE) == {0: "Prefers metric units."}

@@ -1,14 +1,25 @@
 """Content-free OpenTelemetry spans and metrics for every provider operation and store request.
 
 With the OpenTelemetry API installed (``pip install "agent-docmem[otel]"``) and an
-SDK configured, each recall, save, remove, erase, inspect and read is a span
-(``docmem.<op>``) with a child span per store request (``docmem.store.read``,
-``.write``, ``.delete``), and feeds the metrics below. Without the API
+SDK configured, each recall, save, remove, erase, inspect and read that the
+tracer's sampler keeps is a span (``docmem.<op>``). A mutation's span has a
+child span per store request (``docmem.store.read``, ``.write``,
+``.delete``); a read's span is its one store request, current while the
+store is asked (a store's own spans and its cache answer land on it), so a
+read's trace does not time the request apart from parsing and rendering.
+Every operation, sampled or not, feeds the metrics below. Without the API
 nothing here is imported or run; until something in the process has imported
 ``opentelemetry.trace`` (an SDK set up, or an instrumented framework) the API
 is not imported either, and while its global providers are still its no-op
 proxies nothing is recorded: :func:`operation` then hands back :data:`NULL`,
 whose methods do nothing.
+
+The sampler is asked first, because a warm recall costs about as much as one
+SDK span: with the SDK's own samplers (``ParentBased``, ``ALWAYS_ON``,
+``ALWAYS_OFF``, ``TraceIdRatioBased``) an operation they drop gets no span
+object at all, only its count; any other sampler decides through the span
+itself. An unsampled root operation thus puts no docmem span in the context:
+spans a store's client makes (botocore, say) are roots of their own.
 
 What is recorded is never content: slot names, the store's URL scheme,
 revisions, attempts, lost races, seconds backed off, the outcome, error
@@ -17,18 +28,25 @@ codes, sizes and counts. The storage key (an opaque digest) only after
 namespace values and credentials never (docs/design.md, sections 6.2 and 7).
 
 Metrics (meter ``docmem``): ``docmem.operations`` (by ``docmem.operation``,
-``docmem.outcome``, ``error.type``), ``docmem.lost_races``,
-``docmem.retries``, ``docmem.store_busy`` (budgets exhausted),
-``docmem.unknown_outcomes`` (by ``docmem.settled``: ``committed``,
-``not_committed``, ``ambiguous``, ``unsettled``), ``docmem.operation.duration``
-(seconds), ``docmem.document.size`` (bytes written) and ``docmem.store.cache``
-(by ``docmem.cache.hit``: a read a store's cache answered, a 304 on S3).
+``docmem.outcome``, ``error.type``), counted in plain integers and handed to
+the SDK when it collects, so a read does no SDK metric work;
+``docmem.operation.duration`` (seconds, mutations only: a read is not timed
+in metrics, its latency is in its sampled spans), ``docmem.document.size``
+(bytes written), ``docmem.lost_races``, ``docmem.retries``,
+``docmem.store_busy`` (budgets exhausted), ``docmem.unknown_outcomes`` (by
+``docmem.settled``: ``committed``, ``not_committed``, ``ambiguous``,
+``unsettled``) and ``docmem.store.cache`` (by ``docmem.cache.hit``: a read a
+store's cache answered, a 304 on S3).
 """
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -52,34 +70,152 @@ OUTCOME = "docmem.outcome"
 SLOT = "docmem.slot"
 SCHEME = "docmem.store.scheme"
 ERROR = "error.type"
+CACHE_HIT = "docmem.cache.hit"
 _MUTATIONS = frozenset({"save", "remove", "erase", "revert"})
 
 
-class _Instruments:
-    """The tracer and the metric instruments, made once the API is found."""
+class _Cell:
+    """One operation, slot and scheme: how many ended how; and the observer of its unsampled reads.
 
-    def __init__(self, tracer_provider: Any, meter_provider: Any) -> None:
-        from importlib.metadata import PackageNotFoundError, version
+    An SDK counter's ``add`` walks views, attributes and locks on every call;
+    adding to a cell under one uncontended lock is a fraction of that, and
+    the totals reach the SDK through an observable counter when it collects.
+    A read its sampler dropped needs nothing else (no span, no timing), so
+    the cell itself observes it: no object is made per read.
+    """
 
-        from opentelemetry import context, metrics, trace
+    __slots__ = ("_lock", "common", "count", "ended", "spanned", "usual")
 
-        try:
-            release: str | None = version("agent-docmem")
-        except PackageNotFoundError:  # a source tree that was never installed
-            release = None
-        self.trace = trace
-        self.context = context
-        self.metrics = metrics
-        #: Only the global providers can be the API's no-op proxies; given ones never are.
-        self.follows_globals = tracer_provider is None and meter_provider is None
-        self._recording = False
-        self._known_until = 0.0
-        tracers = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
-        meters = meter_provider if meter_provider is not None else metrics.get_meter_provider()
-        self.tracer = tracers.get_tracer("docmem", release)
+    def __init__(self, lock: threading.Lock, op: str, slot: str, scheme: str) -> None:
+        self._lock = lock
+        self.common: dict[str, Any] = {OPERATION: op, SLOT: slot, SCHEME: scheme}
+        #: What a span starts with: a read's name says the operation (each attribute costs).
+        self.spanned = self.common if op in _MUTATIONS else {SLOT: slot, SCHEME: scheme}
+        #: The outcome of almost every call, counted in one plain number.
+        self.usual = "committed" if op in _MUTATIONS else "ok"
+        self.count = 0
+        #: Every other ending, by outcome and error code.
+        self.ended: dict[tuple[str, str | None], int] = {}
+
+    def add(self, outcome: str, code: str | None) -> None:
+        with self._lock:
+            if code is None and outcome == self.usual:
+                self.count += 1
+            else:
+                self.ended[outcome, code] = self.ended.get((outcome, code), 0) + 1
+
+    def totals(self) -> list[tuple[dict[str, Any], int]]:
+        """``(attributes, count)`` of each ending so far (the caller holds the lock)."""
+        found = [({**self.common, OUTCOME: self.usual}, self.count)] if self.count else []
+        for (outcome, code), count in self.ended.items():
+            labels = {**self.common, OUTCOME: outcome}
+            if code is not None:
+                labels[ERROR] = code
+            found.append((labels, count))
+        return found
+
+    # -- the Observer of a read its sampler dropped ---------------------------------
+
+    def __enter__(self) -> _Cell:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if error is not None:
+            self.add("failed", _code(error))
+            return
+        lock = self._lock
+        lock.acquire()  # not ``with``: half the cost, and nothing in between can raise
+        self.count += 1
+        lock.release()
+
+    def set(self, name: str, value: Any) -> None:
+        """Nothing: attributes are for a span."""
+
+    def attempt(self, number: int) -> None:
+        """Nothing: a read has one attempt."""
+
+    def lost_race(self) -> None:
+        """Nothing: a read races no one."""
+
+    def backed_off(self, seconds: float) -> None:
+        """Nothing: a read never backs off."""
+
+    def document(self, size: int, entries: int, revision: int, *, written: bool) -> None:
+        """Nothing: sizes are recorded when written."""
+
+    def unknown(self) -> None:
+        """Nothing: a read writes nothing."""
+
+    def settled(self, how: str) -> None:
+        """Nothing: a read writes nothing."""
+
+    def request(self, kind: str) -> RequestSpan:
+        """Nothing: no span to be a child of."""
+        return _NULL_REQUEST
+
+
+class _Tally:
+    """Every cell of one meter provider, and the store cache's answers."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cells: dict[tuple[str, str, str], _Cell] = {}
+        self._cache: dict[tuple[str, bool], int] = {}
+
+    def cell(self, op: str, slot: str, scheme: str) -> _Cell:
+        found = self._cells.get((op, slot, scheme))
+        if found is None:
+            with self._lock:
+                found = self._cells.setdefault(
+                    (op, slot, scheme), _Cell(self._lock, op, slot, scheme)
+                )
+        return found
+
+    def cache(self, scheme: str, hit: bool) -> None:
+        with self._lock:
+            self._cache[scheme, hit] = self._cache.get((scheme, hit), 0) + 1
+
+    def operations(self) -> list[tuple[dict[str, Any], int]]:
+        """``(attributes, count)`` per operation, slot, scheme and ending so far."""
+        with self._lock:
+            return [total for cell in self._cells.values() for total in cell.totals()]
+
+    def caches(self) -> list[tuple[dict[str, Any], int]]:
+        with self._lock:
+            counted = list(self._cache.items())
+        return [({SCHEME: scheme, CACHE_HIT: hit}, count) for (scheme, hit), count in counted]
+
+
+class _Metrics:
+    """One meter provider's instruments and tally: made once per provider.
+
+    An SDK meter hands back the instrument it already has for a name, with
+    the callbacks it was first made with, so a tally made twice for one
+    provider would never be read: :func:`_metrics_for` keeps one per provider.
+    """
+
+    def __init__(self, meters: Any, release: str | None) -> None:
+        from opentelemetry.metrics import Observation as Point
+
         meter = meters.get_meter("docmem", release)
-        self.operations = meter.create_counter(
-            "docmem.operations", description="provider operations, by op and outcome"
+        tally = self.tally = _Tally()
+
+        def operations(_options: Any) -> Iterator[Any]:
+            return (Point(count, labels) for labels, count in tally.operations())
+
+        def caches(_options: Any) -> Iterator[Any]:
+            return (Point(count, labels) for labels, count in tally.caches())
+
+        meter.create_observable_counter(
+            "docmem.operations", [operations], description="provider operations, by op and outcome"
+        )
+        meter.create_observable_counter(
+            "docmem.store.cache", [caches], description="store reads answered from a cache or not"
         )
         self.lost_races = meter.create_counter(
             "docmem.lost_races", description="conditional writes another writer won"
@@ -94,14 +230,100 @@ class _Instruments:
             "docmem.unknown_outcomes", description="writes whose answer was lost, by how settled"
         )
         self.duration = meter.create_histogram(
-            "docmem.operation.duration", unit="s", description="provider operation time"
+            "docmem.operation.duration", unit="s", description="mutation time"
         )
         self.size = meter.create_histogram(
             "docmem.document.size", unit="By", description="stored document size"
         )
-        self.cache = meter.create_counter(
-            "docmem.store.cache", description="store reads answered from a cache (hit) or not"
-        )
+
+
+_metrics: dict[Any, _Metrics] = {}
+_metrics_lock = threading.Lock()
+
+
+def _metrics_for(meter_provider: Any, metrics: Any, release: str | None) -> _Metrics:
+    """The instruments of ``meter_provider`` (``None``: the global one, proxy or not)."""
+    with _metrics_lock:
+        found = _metrics.get(meter_provider)
+        if found is None:
+            meters = meter_provider if meter_provider is not None else metrics.get_meter_provider()
+            found = _metrics[meter_provider] = _Metrics(meters, release)
+        return found
+
+
+def _sampler_of(tracer: Any) -> tuple[Any, bool | None]:
+    """The tracer's sampler when docmem may ask it first, and its answer for a root if fixed.
+
+    Only the SDK's own samplers: their answer depends on the parent and the
+    trace id alone, so asking before the span is made answers what the span
+    would. ``(None, None)``: the span decides (any other tracer or sampler).
+    """
+    if not type(tracer).__module__.startswith("opentelemetry.sdk"):
+        return None, None
+    from opentelemetry.sdk.trace.sampling import ParentBased, StaticSampler, TraceIdRatioBased
+
+    sampler = getattr(tracer, "sampler", None)
+    if not isinstance(sampler, (ParentBased, StaticSampler, TraceIdRatioBased)):
+        return None, None
+    # ParentBased keeps its root sampler private; without it a root span decides for itself.
+    root = getattr(sampler, "_root", None) if isinstance(sampler, ParentBased) else sampler
+    if isinstance(root, StaticSampler):
+        decision: Any = root.should_sample(None, 1, "docmem").decision  # the API's is untyped
+        return sampler, bool(decision.is_recording())
+    if isinstance(root, TraceIdRatioBased) and root.bound <= 0:
+        return sampler, False  # ratio 0: no trace id is under the bound
+    return sampler, None
+
+
+def _current_context(context: Any) -> Any:
+    """``context.get_current``, or the ``ContextVar.get`` behind it: two Python calls fewer.
+
+    The API keeps the current context in a ``ContextVar`` of its runtime
+    context (the default one, ``contextvars``); any other runtime, or a
+    change of that private layout, gets the public call.
+    """
+    variable = getattr(getattr(context, "_RUNTIME_CONTEXT", None), "_current_context", None)
+    if isinstance(variable, contextvars.ContextVar):
+        return variable.get
+    return context.get_current
+
+
+@functools.cache
+def _release() -> str | None:
+    """docmem's version, for the tracer and the meter (looked up once: it reads the disk)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("agent-docmem")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return None
+
+
+class _Instruments:
+    """The tracer, its sampler and the metric instruments, made once the API is found."""
+
+    def __init__(self, tracer_provider: Any, meter_provider: Any) -> None:
+        from opentelemetry import context, metrics, trace
+
+        release = _release()
+        self.trace = trace
+        self.context = context
+        self.metrics = metrics
+        #: Only the global providers can be the API's no-op proxies; given ones never are.
+        self.follows_globals = tracer_provider is None and meter_provider is None
+        self._recording = False
+        self._known_until = 0.0
+        self._release = release
+        tracers = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
+        self.tracer = tracers.get_tracer("docmem", release)
+        self._sampler, self._root = _sampler_of(self.tracer)
+        self.measured = _metrics_for(meter_provider, metrics, release)
+        self.tally = self.measured.tally
+        self.client = trace.SpanKind.CLIENT
+        self._current = _current_context(context)
+        #: The key the API keeps the current span under (public only as what it sets).
+        [self._span_key] = trace.set_span_in_context(trace.INVALID_SPAN, context.Context())
+        self._kinds: dict[tuple[str, str, str], tuple[str, _Cell, bool]] = {}
 
     def recording(self) -> bool:
         """Whether anything would be recorded: false while the globals are the no-op proxies.
@@ -117,6 +339,9 @@ class _Instruments:
             return self._recording
         self._recording = self._globals_record()
         self._known_until = now + 1.0
+        if self._recording and self._sampler is None:  # a proxy until an SDK is set: look again
+            self.tracer = self.trace.get_tracer_provider().get_tracer("docmem", self._release)
+            self._sampler, self._root = _sampler_of(self.tracer)
         return self._recording
 
     def _globals_record(self) -> bool:
@@ -130,6 +355,39 @@ class _Instruments:
             isinstance(meters, metrics.NoOpMeterProvider)
             or type(meters).__name__ == "_ProxyMeterProvider"
         )
+
+    def sampled(self, name: str) -> bool | None:
+        """Whether a span ``name`` made now would record, when the sampler can say before."""
+        sampler = self._sampler
+        if sampler is None:
+            return None
+        parent: Any = self._current().get(self._span_key)
+        if parent is None:
+            return self._root
+        found = parent.get_span_context()
+        if not found.is_valid:
+            return self._root
+        return bool(sampler.should_sample(None, found.trace_id, name).decision.is_recording())
+
+    def observe(self, op: str, slot: str, scheme: str, key: str) -> Observer:
+        """The operation's observer: no span unless the sampler keeps it (asked first)."""
+        kind = self._kinds.get((op, slot, scheme))
+        if kind is None:
+            kind = self._kinds.setdefault((op, slot, scheme), self._kind(op, slot, scheme))
+        name, cell, mutation = kind
+        # The common unsampled case without a call: no parent span, a root sampler saying no.
+        dropped = self._root is False and self._current().get(self._span_key) is None
+        if not dropped and self.sampled(name) is not False:
+            span = self.tracer.start_span(name)
+            if span.is_recording():
+                return Observation(self, cell, span, key, mutation=mutation)
+        if mutation:
+            return _Mutation(self.measured, cell)
+        return cell
+
+    def _kind(self, op: str, slot: str, scheme: str) -> tuple[str, _Cell, bool]:
+        """An operation's span name, its cell and whether it writes: looked up once."""
+        return f"docmem.{op}", self.tally.cell(op, slot, scheme), op in _MUTATIONS
 
 
 _instruments: _Instruments | None = None
@@ -201,7 +459,8 @@ class RequestSpan(Protocol):
 class Observer(Protocol):
     """What the conflict loop and the provider report of one operation, content-free.
 
-    :class:`Observation` records it as a span and metrics; :data:`NULL`, a
+    :class:`Observation` records it as a span and metrics; an operation its
+    sampler drops records the metrics only; :data:`NULL`, a
     :class:`NullObserver`, records nothing. Code that reports takes an
     ``Observer`` and never asks which one it has.
     """
@@ -295,8 +554,110 @@ class NullObserver:
 NULL = NullObserver()
 
 
+def _code(error: BaseException) -> str:
+    """The code or the type: an exception's text is not ours to ship."""
+    return error.code if isinstance(error, DocmemError) else type(error).__name__
+
+
+class _Mutation:
+    """A mutation without a span: its count, its histograms, and how its outcome settled.
+
+    An :class:`Observer` (the protocol's methods say what each hears).
+    """
+
+    __slots__ = (
+        "_attempts",
+        "_cell",
+        "_lost",
+        "_measured",
+        "_pending_unknown",
+        "_started",
+        "_wrote",
+    )
+
+    def __init__(self, measured: _Metrics, cell: _Cell) -> None:
+        self._measured = measured
+        self._cell = cell
+        self._attempts = 0
+        self._lost = 0
+        self._pending_unknown = False
+        self._wrote = False
+        self._started = time.perf_counter()
+
+    def __enter__(self) -> _Mutation:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._ended(error)
+
+    def _ended(self, error: BaseException | None) -> tuple[str, str | None]:
+        """Record the metrics of the mutation's end; its outcome and error code."""
+        seconds = time.perf_counter() - self._started
+        if self._pending_unknown:
+            self.settled("unsettled")
+        outcome = self._outcome(error)
+        code = None if error is None else _code(error)
+        self._cell.add(outcome, code)
+        measured, common = self._measured, self._cell.common
+        labels = {**common, OUTCOME: outcome}
+        if code is not None:
+            labels[ERROR] = code
+        measured.duration.record(seconds, labels)
+        if isinstance(error, StoreBusy):
+            measured.store_busy.add(1, common)
+        if self._lost:
+            measured.lost_races.add(self._lost, common)
+        if self._attempts > 1:
+            measured.retries.add(self._attempts - 1, common)
+        return outcome, code
+
+    def _outcome(self, error: BaseException | None) -> str:
+        if error is None:
+            return "committed"
+        if isinstance(error, DocmemError) and error.outcome is not None:
+            return error.outcome
+        return "unknown" if self._wrote else "not_committed"
+
+    def set(self, name: str, value: Any) -> None:
+        """Nothing: attributes are for a span."""
+
+    def attempt(self, number: int) -> None:
+        self._attempts = number + 1
+
+    def lost_race(self) -> None:
+        self._lost += 1
+
+    def backed_off(self, seconds: float) -> None:
+        """Nothing: the seconds are a span's attribute."""
+
+    def document(self, size: int, entries: int, revision: int, *, written: bool) -> None:
+        """The size histogram counts written documents only (a size changes only then)."""
+        if written:
+            self._wrote = True
+            self._measured.size.record(size, self._cell.common)
+
+    def unknown(self) -> None:
+        self._pending_unknown = True
+        self._wrote = True
+
+    def settled(self, how: str) -> None:
+        if not self._pending_unknown:
+            return
+        self._pending_unknown = False
+        self._measured.unknown.add(1, {**self._cell.common, "docmem.settled": how})
+
+    def request(self, kind: str) -> RequestSpan:
+        """Nothing: no span to be a child of."""
+        return _NULL_REQUEST
+
+
 class _Request:
-    """One store request as a child span of its operation, current while it runs."""
+    """One store request of a mutation as a child span of its operation, current while it runs."""
 
     __slots__ = ("_kind", "_observation", "_span", "_token")
 
@@ -310,8 +671,8 @@ class _Request:
         self._span = tools.tracer.start_span(
             f"docmem.store.{self._kind}",
             context=observation._context,
-            kind=tools.trace.SpanKind.CLIENT,
-            attributes={SCHEME: observation._scheme, "docmem.request": self._kind},
+            kind=tools.client,
+            attributes={SCHEME: observation._cell.common[SCHEME], "docmem.request": self._kind},
         )
         self._token = tools.context.attach(tools.trace.set_span_in_context(self._span))
 
@@ -322,39 +683,50 @@ class _Request:
         traceback: TracebackType | None,
     ) -> None:
         self._observation._tools.context.detach(self._token)
-        if error is not None:  # the code or the type: an exception's text is not ours to ship
-            code = error.code if isinstance(error, DocmemError) else type(error).__name__
-            self._span.set_attribute(ERROR, code)
+        if error is not None:
+            self._span.set_attribute(ERROR, _code(error))
         self._span.end()
 
 
-class Observation(Observer):
-    """One provider operation as a span, and what its metrics record when it ends.
+class _Current:
+    """A read's store request: the operation's own span is current while it runs."""
 
-    An :class:`Observer` by name, so its methods carry the protocol's docstrings.
+    __slots__ = ("_observation", "_token")
+
+    def __init__(self, observation: Observation) -> None:
+        self._observation = observation
+
+    def __enter__(self) -> None:
+        observation = self._observation
+        self._token = observation._tools.context.attach(observation._context)
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._observation._tools.context.detach(self._token)
+
+
+class Observation(_Mutation):
+    """One sampled provider operation as a span, and what its metrics record when it ends.
+
+    An :class:`Observer` (the protocol's methods say what each hears), made
+    by :func:`operation` with its span already started. A read's span has no
+    child: its one store request runs with the span current.
     """
 
-    def __init__(self, tools: _Instruments, op: str, slot: str, scheme: str, key: str) -> None:
+    __slots__ = ("_attributes", "_context", "_mutation", "_span", "_tools")
+
+    def __init__(
+        self, tools: _Instruments, cell: _Cell, span: Any, key: str, *, mutation: bool
+    ) -> None:
+        super().__init__(tools.measured, cell)
         self._tools = tools
-        self._scheme = scheme
-        self._common = {OPERATION: op, SLOT: slot, SCHEME: scheme}
-        self._attributes: dict[str, Any] = dict(self._common)
+        self._span = span
+        self._mutation = mutation
+        self._context = tools.trace.set_span_in_context(span)
+        self._attributes: dict[str, Any] = dict(cell.spanned)
         if _storage_keys:
             self._attributes["docmem.storage_key"] = key
-        self._mutation = op in _MUTATIONS
-        self._span: Any = None
-        self._context: Any = None
-        self._attempts = 0
-        self._lost = 0
-        self._pending_unknown = False
-        self._wrote = False
-        self._started = 0.0
 
     def __enter__(self) -> Observation:
-        tools = self._tools
-        self._span = tools.tracer.start_span(f"docmem.{self._common[OPERATION]}")
-        self._context = tools.trace.set_span_in_context(self._span)
-        self._started = time.perf_counter()
         return self
 
     def __exit__(
@@ -363,53 +735,26 @@ class Observation(Observer):
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        tools = self._tools
-        common = self._common
-        outcome = self._outcome(error)
-        labels = {**common, OUTCOME: outcome}
-        if error is not None:
-            labels[ERROR] = error.code if isinstance(error, DocmemError) else type(error).__name__
-        if self._pending_unknown:
-            self.settled("unsettled")
-        tools.operations.add(1, labels)
-        tools.duration.record(time.perf_counter() - self._started, labels)
-        if isinstance(error, StoreBusy):
-            tools.store_busy.add(1, common)
-        if self._lost:
-            tools.lost_races.add(self._lost, common)
-        if self._attempts > 1:
-            tools.retries.add(self._attempts - 1, common)
         attributes = self._attributes
-        attributes[OUTCOME] = outcome
         if self._mutation:
+            attributes[OUTCOME], code = self._ended(error)
             attributes["docmem.attempts"] = self._attempts
             attributes["docmem.lost_races"] = self._lost
             attributes.setdefault("docmem.backoff.seconds", 0.0)
+        else:  # a read's outcome is its status: unset, or an error and its code
+            code = None if error is None else _code(error)
+            self._cell.add("ok" if code is None else "failed", code)
         span = self._span
-        if ERROR in labels:
-            attributes[ERROR] = labels[ERROR]
-            span.set_status(tools.trace.Status(tools.trace.StatusCode.ERROR, labels[ERROR]))
+        if code is not None:
+            attributes[ERROR] = code
+            trace = self._tools.trace
+            span.set_status(trace.Status(trace.StatusCode.ERROR, code))
         span.set_attributes(attributes)
         span.end()
-
-    def _outcome(self, error: BaseException | None) -> str:
-        if not self._mutation:
-            return "ok" if error is None else "failed"
-        if error is None:
-            return "committed"
-        if isinstance(error, DocmemError) and error.outcome is not None:
-            return error.outcome
-        return "unknown" if self._wrote else "not_committed"
 
     def set(self, name: str, value: Any) -> None:
         """A content-free attribute of the operation's span (a count, a size, a revision)."""
         self._attributes[name] = value
-
-    def attempt(self, number: int) -> None:
-        self._attempts = number + 1
-
-    def lost_race(self) -> None:
-        self._lost += 1
 
     def backed_off(self, seconds: float) -> None:
         self._attributes["docmem.backoff.seconds"] = seconds
@@ -420,45 +765,49 @@ class Observation(Observer):
         The size histogram counts written documents only: a size changes only
         when a document is written, and a recall stays one histogram call cheaper.
         """
-        if written:
-            self._wrote = True
-            self._tools.size.record(size, self._common)
+        super().document(size, entries, revision, written=written)
         attributes = self._attributes
         attributes["docmem.revision.written" if written else "docmem.revision.read"] = revision
         attributes["docmem.document.bytes"] = size
         attributes["docmem.entries"] = entries
 
     def unknown(self) -> None:
-        self._pending_unknown = True
-        self._wrote = True
+        super().unknown()
         self._span.add_event("docmem.write_outcome_unknown")
 
     def settled(self, how: str) -> None:
-        if not self._pending_unknown:
-            return
-        self._pending_unknown = False
-        self._tools.unknown.add(1, {**self._common, "docmem.settled": how})
-        self._attributes["docmem.settled"] = how
+        if self._pending_unknown:
+            self._attributes["docmem.settled"] = how
+        super().settled(how)
 
-    def request(self, kind: str) -> _Request:
-        """One store request (``read``, ``write``, ``delete``) as a child span."""
-        return _Request(self, kind)
+    def request(self, kind: str) -> RequestSpan:
+        """A mutation's store request (``read``, ``write``, ``delete``) as a child span.
+
+        A read's one request is the read itself: its span is made current
+        while the store is asked, and no child span is made.
+        """
+        if self._mutation:
+            return _Request(self, kind)
+        return _Current(self)
 
 
 def operation(op: str, *, slot: str, scheme: str, key: str) -> Observer:
-    """The observation of one provider operation: use it as a context manager."""
-    tools = _found()
-    if tools is None or not tools.recording():
+    """The observation of one provider operation: use it as a context manager at once.
+
+    Its span, when the sampler keeps it, starts here, in the caller's context.
+    """
+    tools = _instruments if _looked else _found()
+    if tools is None or (tools.follows_globals and not tools.recording()):
         return NULL
-    return Observation(tools, op, slot, scheme, key)
+    return tools.observe(op, slot, scheme, key)
 
 
 def note_cache(hit: bool, scheme: str) -> None:
     """A store's read was answered from its cache (``hit``) or not: for the hit ratio."""
-    tools = _found()
+    tools = _instruments if _looked else _found()
     if tools is None or not tools.recording():
         return
-    tools.cache.add(1, {SCHEME: scheme, "docmem.cache.hit": hit})
+    tools.tally.cache(scheme, hit)
     span = tools.trace.get_current_span()
     if span.is_recording():
-        span.set_attribute("docmem.cache.hit", hit)
+        span.set_attribute(CACHE_HIT, hit)

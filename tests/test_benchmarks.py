@@ -160,20 +160,22 @@ def test_every_server_benchmark_offers_json(script: str) -> None:
     assert "--json" in run(script, "--help")
 
 
-def test_telemetry_benchmark_quick_run_reports_both_modes() -> None:
+def test_telemetry_benchmark_quick_run_reports_every_mode() -> None:
     report = json.loads(run("telemetry.py", "--quick", "--json"))
     assert report["benchmark"] == "telemetry"
     names = [result["name"] for result in report["results"]]
-    assert names == [
-        "save, file://, API only",
-        "save, file://, SDK, in-memory",
-        "recall, file://, API only",
-        "recall, file://, SDK, in-memory",
+    modes = [
+        "API only",
+        "SDK, unsampled (ParentBased(ALWAYS_OFF))",
+        "SDK, unsampled (TraceIdRatioBased(0))",
+        "SDK, sampled (ALWAYS_ON)",
     ]
+    assert names == [f"{op}, file://, {mode}" for op in ("save", "recall") for mode in modes]
     for result in report["results"]:
         assert result["subject_seconds"] > 0
         assert result["baseline_seconds"] > 0
         assert result["baseline"] == "telemetry off"
+        assert result["checked"], result["notes"]  # spans exported exactly when sampled
 
 
 STARTUP_ROWS = (

@@ -17,11 +17,21 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import (
+    ALWAYS_OFF,
+    ALWAYS_ON,
+    Decision,
+    ParentBased,
+    Sampler,
+    SamplingResult,
+    TraceIdRatioBased,
+)
 from test_group_commit import Rig, save_call
 from wrappers import ScriptedBackend
 
 import docmem
-from docmem import telemetry
+from docmem import Stored, telemetry
+from docmem.storage.builtin.inmemory import MemoryBackend
 from docmem.testing.redaction import CANARY, SCOPE_CANARY
 
 
@@ -62,14 +72,19 @@ class Collected:
         )
 
 
-@pytest.fixture
-def otel() -> Iterator[Collected]:
+def collected(sampler: Sampler | None = None) -> Collected:
+    """A fresh SDK (with ``sampler``, else the SDK's default) that docmem reports to."""
     exporter = InMemorySpanExporter()
-    tracing = TracerProvider()
+    tracing = TracerProvider(sampler=sampler)
     tracing.add_span_processor(SimpleSpanProcessor(exporter))
     reader = InMemoryMetricReader()
     telemetry.configure(tracer_provider=tracing, meter_provider=MeterProvider([reader]))
-    yield Collected(exporter, reader, tracing.get_tracer("host"))
+    return Collected(exporter, reader, tracing.get_tracer("host"))
+
+
+@pytest.fixture
+def otel() -> Iterator[Collected]:
+    yield collected()
     telemetry.configure()
 
 
@@ -144,7 +159,9 @@ def test_every_operation_has_its_span(otel: Collected) -> None:
         "docmem.erase",
     ]
     recall = otel.span("docmem.recall")
-    assert attrs(recall)["docmem.outcome"] == "ok"
+    assert "docmem.outcome" not in attrs(recall)  # a read's outcome is its status
+    assert "docmem.operation" not in attrs(recall)  # and its name says the operation
+    assert recall.status.status_code.name == "UNSET"
     assert attrs(recall)["docmem.revision.read"] == 2
     assert attrs(recall)["docmem.recall.characters"] == len(mem.recall()[0].content)
     erase = otel.span("docmem.erase")
@@ -225,6 +242,146 @@ def otel_provider(otel: Collected) -> TracerProvider:
     tracing = TracerProvider()
     tracing.add_span_processor(SimpleSpanProcessor(otel.exporter))
     return tracing
+
+
+def test_a_read_is_one_span_current_while_the_store_is_asked(otel: Collected) -> None:
+    reads = 0
+
+    class Cached(MemoryBackend):
+        def read(self, key: str) -> Stored | None:
+            nonlocal reads
+            reads += 1
+            telemetry.note_cache(True, "memory")  # as docmem-s3 does on a 304
+            with otel.tracer.start_as_current_span("store client"):
+                return super().read(key)
+
+    mem = docmem.FileMemory(Cached()).bind(scope(), slot="user")
+    mem.save("One.", mutation_id="m1")
+    otel.exporter.clear()
+    mem.recall()
+    recall = otel.span("docmem.recall")
+    assert [s.name for s in otel.spans() if s.name.startswith("docmem.store.")] == []
+    [client] = otel.spans("store client")
+    assert client.parent is not None
+    assert client.parent.span_id == recall.context.span_id
+    assert attrs(recall)["docmem.cache.hit"] is True
+    assert otel.total("docmem.store.cache", **{"docmem.cache.hit": True}) == reads
+
+
+@pytest.mark.parametrize("sampler", [None, ALWAYS_OFF], ids=["sampled", "unsampled"])
+def test_a_failed_read(sampler: Sampler | None) -> None:
+    class Down(MemoryBackend):
+        def read(self, key: str) -> Stored | None:
+            raise docmem.StoreUnavailable("down")
+
+    otel = collected(sampler)
+    try:
+        with pytest.raises(docmem.StoreUnavailable):
+            docmem.FileMemory(Down()).bind(scope(), slot="user").recall()
+    finally:
+        telemetry.configure()
+    failed = {"docmem.outcome": "failed", "error.type": "store_unavailable"}
+    assert otel.total("docmem.operations", **failed) == 1
+    if sampler is None:
+        recall = otel.span("docmem.recall")
+        assert recall.status.status_code.name == "ERROR"
+        assert attrs(recall)["error.type"] == "store_unavailable"
+    else:
+        assert otel.spans() == []
+
+
+def test_reads_are_counted_and_mutations_timed_in_a_histogram(otel: Collected) -> None:
+    mem = docmem.FileMemory(docmem.open_store("memory://")).bind(scope(), slot="user")
+    mem.save("One.", mutation_id="m1")
+    mem.recall()
+    mem.recall()
+    assert otel.total("docmem.operations", **{"docmem.operation": "recall"}) == 2
+    assert otel.total("docmem.operation.duration", **{"docmem.operation": "recall"}) == 0
+    assert otel.total("docmem.operation.duration", **{"docmem.operation": "save"}) == 1
+
+
+class Refusing(Sampler):
+    """A sampler docmem does not know: it drops every span, so the span decides."""
+
+    def should_sample(self, *args: Any, **kwargs: Any) -> SamplingResult:
+        return SamplingResult(Decision.DROP)
+
+    def get_description(self) -> str:
+        return "Refusing"
+
+
+@pytest.mark.parametrize(
+    "sampler",
+    [ParentBased(ALWAYS_OFF), TraceIdRatioBased(0), ALWAYS_OFF, Refusing()],
+    ids=["parent based, off", "ratio 0", "always off", "a sampler docmem does not know"],
+)
+def test_an_unsampled_operation_makes_no_span_and_is_counted(sampler: Sampler) -> None:
+    otel = collected(sampler)
+    try:
+        memory = docmem.FileMemory(docmem.open_store("memory://"), max_characters=300)
+        mem = memory.bind(scope(), slot="user")
+        mem.save("One.", mutation_id="m1")
+        mem.recall()
+        with pytest.raises(docmem.DocmemError):
+            mem.save("x" * 600, mutation_id="m2")
+    finally:
+        telemetry.configure()
+    assert otel.spans() == []
+    assert otel.total("docmem.operations", **{"docmem.outcome": "committed"}) == 1
+    assert otel.total("docmem.operations", **{"docmem.outcome": "ok"}) == 1
+    assert otel.total("docmem.operations", **{"error.type": "limit_exceeded"}) == 1
+    assert otel.total("docmem.operation.duration", **{"docmem.operation": "save"}) == 2
+    assert otel.total("docmem.document.size") == 1
+
+
+@pytest.mark.parametrize("sampled", [True, False], ids=["sampled host", "unsampled host"])
+def test_parent_based_follows_the_hosts_span(sampled: bool) -> None:
+    otel = collected(ParentBased(ALWAYS_OFF))
+    host = TracerProvider(sampler=ALWAYS_ON if sampled else ALWAYS_OFF).get_tracer("host")
+    try:
+        mem = docmem.FileMemory(docmem.open_store("memory://")).bind(scope(), slot="user")
+        with host.start_as_current_span("turn") as turn:
+            mem.save("One.", mutation_id="m1")
+            mem.recall()
+    finally:
+        telemetry.configure()
+    names = [s.name for s in otel.spans() if not s.name.startswith("docmem.store.")]
+    assert names == (["docmem.save", "docmem.recall"] if sampled else [])
+    for span in otel.spans():
+        assert span.context.trace_id == turn.get_span_context().trace_id
+    assert otel.total("docmem.operations") == 2
+
+
+def test_the_sdks_samplers_are_asked_before_a_span_is_made() -> None:
+    sampled_host = TracerProvider().get_tracer("host")
+    unsampled_host = TracerProvider(sampler=ALWAYS_OFF).get_tracer("host")
+    try:
+        for sampler, root in ((ParentBased(ALWAYS_OFF), False), (ALWAYS_ON, True)):
+            collected(sampler)
+            tools = telemetry._found()
+            assert tools is not None
+            assert tools.sampled("docmem.recall") is root
+        collected(ParentBased(TraceIdRatioBased(0.5)))
+        tools = telemetry._found()
+        assert tools is not None
+        assert tools.sampled("docmem.recall") is None  # a root's answer depends on its trace id
+        with sampled_host.start_as_current_span("turn"):
+            assert tools.sampled("docmem.recall") is True
+        with unsampled_host.start_as_current_span("turn"):
+            assert tools.sampled("docmem.recall") is False
+    finally:
+        telemetry.configure()
+
+
+def test_the_current_context_is_read_as_the_api_reads_it(otel: Collected) -> None:
+    from opentelemetry import context
+
+    tools = telemetry._found()
+    assert tools is not None
+    assert tools._current() is context.get_current()
+    with otel.tracer.start_as_current_span("turn"):
+        assert tools._current() is context.get_current()
+    assert tools._current is not context.get_current  # the ContextVar's own get, one C call
 
 
 # -- context propagation ---------------------------------------------------------------------

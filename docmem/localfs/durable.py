@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+from collections.abc import Iterator
 
 __all__ = [
     "ensure_directory",
@@ -34,18 +35,12 @@ def write_new_file(path: str, data: bytes) -> None:
     is ours, a failed write (a full disk) removes it again.
     """
     fd = os.open(path, _NEW_FILE_FLAGS, _NEW_FILE_MODE)
-    try:
+    with _removed_on_failure(path):
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            _write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-        raise
 
 
 def rewrite_own_file(path: str, data: bytes) -> bool:
@@ -64,25 +59,34 @@ def rewrite_own_file(path: str, data: bytes) -> bool:
     except OSError:
         return False
     try:
-        try:
-            info = os.fstat(fd)
-            if not (
-                stat.S_ISREG(info.st_mode) and info.st_nlink == 1 and info.st_uid == os.geteuid()
-            ):
-                return False
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+        info = os.fstat(fd)
+        if not (stat.S_ISREG(info.st_mode) and info.st_nlink == 1 and info.st_uid == os.geteuid()):
+            return False
+        with _removed_on_failure(path):
+            _write_all(fd, data)
             if info.st_size > len(data):
                 os.ftruncate(fd, len(data))
             os.fsync(fd)
-        finally:
-            os.close(fd)
+    finally:
+        os.close(fd)
+    return True
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+@contextlib.contextmanager
+def _removed_on_failure(path: str) -> Iterator[None]:
+    """Unlink ``path``, a file of ours being written, if the block fails."""
+    try:
+        yield
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(path)
         raise
-    return True
 
 
 def fsync_directory(directory: str) -> None:

@@ -196,9 +196,10 @@ class MemoryDocument:
     ) -> MemoryDocument:
         """A document of ``entries`` and ``provenance`` already in index order, kept as given.
 
-        For :meth:`with_entry`, whose new index is above every other, and
-        :func:`parse`, which refuses indexes out of order: the copy and sort
-        in ``__post_init__`` would cost each a pass over every entry.
+        For a document's successors (a copy with one entry added above every
+        other, or one taken out, stays in order) and :func:`parse`, which
+        refuses indexes out of order: the copy and sort in ``__post_init__``
+        would cost each a pass over every entry.
         """
         document = object.__new__(cls)
         fields = {
@@ -241,17 +242,9 @@ class MemoryDocument:
         if made is not None:
             provenance = _copied(provenance)
             provenance[index] = made
-        records, older_ids = append(self.journal, self.older_ids, record)
-        return MemoryDocument._in_order(
-            entries,
-            last=index,
-            revision=record.rev,
-            journal=records,
-            fence=self.fence,
-            older_ids=older_ids,
-            provenance=provenance,
-            erase_revision=self.erase_revision,
-            derived=self._derived.extended(index, text, made),
+        derived = self._derived.extended(index, text, made)
+        return self._next(
+            entries, last=index, record=record, provenance=provenance, derived=derived
         )
 
     def without_entry(self, index: int, record: JournalRecord) -> MemoryDocument:
@@ -276,7 +269,12 @@ class MemoryDocument:
         most its own ``last``, and ``last`` only grows), so new saves still
         never reuse one.
         """
-        return self._next(dict(entries), last=self.last, record=record, provenance=provenance)
+        return self._next(
+            dict(sorted(entries.items())),
+            last=self.last,
+            record=record,
+            provenance=dict(sorted(provenance.items())),
+        )
 
     def erased(self, record: JournalRecord) -> MemoryDocument:
         """The header-only successor: ``last`` kept, the journal reduced to ``record``.
@@ -301,9 +299,12 @@ class MemoryDocument:
         last: int,
         record: JournalRecord,
         provenance: Mapping[int, Provenance],
+        derived: _Derived | None = None,
     ) -> MemoryDocument:
+        """The successor with ``record`` in the journal: ``entries`` and ``provenance``
+        must be in index order; ``derived``, its derived parts where they are known."""
         records, older_ids = append(self.journal, self.older_ids, record)
-        return MemoryDocument(
+        return MemoryDocument._in_order(
             entries,
             last=last,
             revision=record.rev,
@@ -312,6 +313,7 @@ class MemoryDocument:
             older_ids=older_ids,
             provenance=provenance,
             erase_revision=self.erase_revision,
+            derived=_Derived() if derived is None else derived,
         )
 
     def last_erase(self) -> int | None:

@@ -74,7 +74,66 @@ CACHE_HIT = "docmem.cache.hit"
 _MUTATIONS = frozenset({"save", "remove", "erase", "revert"})
 
 
-class _Cell:
+class _NullRequest:
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+_NULL_REQUEST = _NullRequest()
+
+
+class NullObserver:
+    """An :class:`Observer` that records nothing: what every call gets when nothing would record."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> NullObserver:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        return None
+
+    def set(self, name: str, value: Any) -> None:
+        """Nothing."""
+
+    def attempt(self, number: int) -> None:
+        """Nothing."""
+
+    def lost_race(self) -> None:
+        """Nothing."""
+
+    def backed_off(self, seconds: float) -> None:
+        """Nothing."""
+
+    def document(self, size: int, entries: int, revision: int, *, written: bool) -> None:
+        """Nothing."""
+
+    def unknown(self) -> None:
+        """Nothing."""
+
+    def settled(self, how: str) -> None:
+        """Nothing."""
+
+    def request(self, kind: str) -> _NullRequest:
+        """Nothing."""
+        return _NULL_REQUEST
+
+
+#: The observer every operation gets when nothing would be recorded.
+NULL = NullObserver()
+
+
+class _Cell(NullObserver):
     """One operation, slot and scheme: how many ended how; and the observer of its unsampled reads.
 
     An SDK counter's ``add`` walks views, attributes and locks on every call;
@@ -114,7 +173,7 @@ class _Cell:
             found.append((labels, count))
         return found
 
-    # -- the Observer of a read its sampler dropped ---------------------------------
+    # -- the Observer of a read its sampler dropped (the rest does nothing, as NULL) ------
 
     def __enter__(self) -> _Cell:
         return self
@@ -132,31 +191,6 @@ class _Cell:
         lock.acquire()  # not ``with``: half the cost, and nothing in between can raise
         self.count += 1
         lock.release()
-
-    def set(self, name: str, value: Any) -> None:
-        """Nothing: attributes are for a span."""
-
-    def attempt(self, number: int) -> None:
-        """Nothing: a read has one attempt."""
-
-    def lost_race(self) -> None:
-        """Nothing: a read races no one."""
-
-    def backed_off(self, seconds: float) -> None:
-        """Nothing: a read never backs off."""
-
-    def document(self, size: int, entries: int, revision: int, *, written: bool) -> None:
-        """Nothing: sizes are recorded when written."""
-
-    def unknown(self) -> None:
-        """Nothing: a read writes nothing."""
-
-    def settled(self, how: str) -> None:
-        """Nothing: a read writes nothing."""
-
-    def request(self, kind: str) -> RequestSpan:
-        """Nothing: no span to be a child of."""
-        return _NULL_REQUEST
 
 
 class _Tally:
@@ -498,60 +532,6 @@ class Observer(Protocol):
     def request(self, kind: str) -> RequestSpan:
         """One store request (``read``, ``write``, ``delete``)."""
         ...
-
-
-class _NullRequest:
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc_info: object) -> None:
-        return None
-
-
-_NULL_REQUEST = _NullRequest()
-
-
-class NullObserver:
-    """An :class:`Observer` that records nothing: what every call gets when nothing would record."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> NullObserver:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        return None
-
-    def set(self, name: str, value: Any) -> None:
-        """Nothing."""
-
-    def attempt(self, number: int) -> None:
-        """Nothing."""
-
-    def lost_race(self) -> None:
-        """Nothing."""
-
-    def backed_off(self, seconds: float) -> None:
-        """Nothing."""
-
-    def document(self, size: int, entries: int, revision: int, *, written: bool) -> None:
-        """Nothing."""
-
-    def unknown(self) -> None:
-        """Nothing."""
-
-    def settled(self, how: str) -> None:
-        """Nothing."""
-
-    def request(self, kind: str) -> _NullRequest:
-        """Nothing."""
-        return _NULL_REQUEST
-
-
-#: The observer every operation gets when nothing would be recorded.
-NULL = NullObserver()
 
 
 def _code(error: BaseException) -> str:

@@ -18,7 +18,7 @@ import os
 import re
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -36,6 +36,7 @@ __all__ = [
     "DelegatingBackend",
     "KeptVersion",
     "LruCache",
+    "OncePerIdentity",
     "PerProcess",
     "ServerChecks",
     "Stored",
@@ -46,8 +47,11 @@ __all__ = [
 
 _T = TypeVar("_T")
 _V = TypeVar("_V")
-#: Every PerProcess and LruCache alive, so a forked child can give each a fresh lock.
-_fork_guarded: weakref.WeakSet[PerProcess[Any] | LruCache[Any]] = weakref.WeakSet()
+#: Every PerProcess, LruCache and OncePerIdentity alive, so a forked child can give each
+#: fresh locks.
+_fork_guarded: weakref.WeakSet[PerProcess[Any] | LruCache[Any] | OncePerIdentity] = (
+    weakref.WeakSet()
+)
 
 
 def _reset_locks_after_fork() -> None:
@@ -55,11 +59,14 @@ def _reset_locks_after_fork() -> None:
 
     Only the forking thread survives ``fork``, so a lock held by any other
     thread (one building a client in :meth:`PerProcess.get`, one inside an
-    :class:`LruCache` method) would stay held forever and the child's first
-    use of that object would deadlock. The registry resets its own lock.
+    :class:`LruCache` method, one verifying a store in
+    :meth:`OncePerIdentity.once`) would stay held forever and the child's
+    first use of that object would deadlock. The registry resets its own lock.
     """
     for guarded in list(_fork_guarded):
         guarded._lock = threading.Lock()
+        if isinstance(guarded, OncePerIdentity):
+            guarded._locks = {}
 
 
 class Stored(msgspec.Struct, frozen=True):
@@ -348,6 +355,48 @@ class LruCache(Generic[_V]):
     def drop(self, key: str | bytes) -> None:
         with self._lock:
             self._entries.pop(key, None)
+
+
+class OncePerIdentity:
+    """The stores this process has verified, by identity, and a lock per one being verified.
+
+    For a plug-in's first-write check of its server (docmem-s3's probe): it
+    runs once per process and store identity (say, endpoint, bucket and
+    prefix), not once per store object, since every object of one store
+    talks to the same server. Concurrent first writes to one store wait for
+    a single check; other stores are not held up, because the lock that
+    guards the two collections is never held across the check's I/O. A
+    forked child gets fresh locks and keeps what was verified.
+    """
+
+    def __init__(self) -> None:
+        self._done: set[Hashable] = set()
+        self._lock = threading.Lock()
+        self._locks: dict[Hashable, threading.Lock] = {}
+        _fork_guarded.add(self)
+
+    def once(self, identity: Hashable, check: Callable[[], None]) -> None:
+        """Run ``check`` unless ``identity`` passed it in this process; mark it when it does.
+
+        A ``check`` that raises marks nothing: the next write checks again.
+        """
+        if identity in self._done:
+            return
+        with self._lock_of(identity):
+            if identity in self._done:
+                return
+            check()
+            self.mark(identity)
+
+    def mark(self, identity: Hashable) -> None:
+        """Count ``identity`` as verified (a probe run on demand passed)."""
+        with self._lock:
+            self._done.add(identity)
+            self._locks.pop(identity, None)  # no longer needed: the fast path answers
+
+    def _lock_of(self, identity: Hashable) -> threading.Lock:
+        with self._lock:
+            return self._locks.setdefault(identity, threading.Lock())
 
 
 if hasattr(os, "register_at_fork"):

@@ -1,4 +1,4 @@
-"""The helpers docmem.backend offers plug-ins: PerProcess and LruCache."""
+"""The helpers docmem.backend offers plug-ins: PerProcess, LruCache and OncePerIdentity."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from docmem.backend import (
     Backend,
     DelegatingBackend,
     LruCache,
+    OncePerIdentity,
     PerProcess,
     ServerChecks,
     Stored,
@@ -189,6 +190,74 @@ def test_a_child_forked_while_the_cache_is_locked_can_use_it() -> None:
         release.set()
         thread.join(10)
     assert cache.get("k") == 2
+
+
+def test_concurrent_first_writes_to_one_store_are_verified_once() -> None:
+    verified = OncePerIdentity()
+    ran: list[int] = []
+    barrier = threading.Barrier(8)
+
+    def check() -> None:
+        ran.append(1)
+        time.sleep(0.05)  # long enough for every other caller to be waiting on it
+
+    def first_write() -> None:
+        barrier.wait()
+        verified.once(("endpoint", "bucket", "prefix"), check)
+
+    threads = [threading.Thread(target=first_write) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert ran == [1]
+    verified.once(("endpoint", "bucket", "other"), check)
+    assert ran == [1, 1]
+
+
+def test_a_failed_verification_is_tried_again_and_mark_skips_it() -> None:
+    verified = OncePerIdentity()
+    outcomes = iter([RuntimeError("refused"), None])
+
+    def check() -> None:
+        outcome = next(outcomes)
+        if outcome is not None:
+            raise outcome
+
+    with pytest.raises(RuntimeError):
+        verified.once("store", check)
+    verified.once("store", check)  # tried again: this time it passes
+    verified.once("store", lambda: pytest.fail("verified twice"))
+    verified.mark("probed")
+    verified.once("probed", lambda: pytest.fail("a probed store was verified again"))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_during_a_verification_verifies_on_its_own() -> None:
+    parent = os.getpid()
+    verified = OncePerIdentity()
+    inside, release = threading.Event(), threading.Event()
+
+    def check() -> None:
+        if os.getpid() == parent:  # the parent's check stalls, holding the store's lock
+            inside.set()
+            release.wait(10)
+
+    verified.mark("done")
+    thread = threading.Thread(target=verified.once, args=("store", check), daemon=True)
+    thread.start()
+    assert inside.wait(10)
+
+    def child() -> bool:
+        verified.once("store", check)
+        verified.once("done", lambda: os._exit(3))  # verified before the fork: kept
+        return True
+
+    try:
+        assert fork_and_wait(child) == 0
+    finally:
+        release.set()
+        thread.join(10)
 
 
 # -- a store around a store (DelegatingBackend) and a store's own checks ----------------

@@ -28,9 +28,7 @@ bucket, prefix), the store must show that it honours the conditions
 from __future__ import annotations
 
 import contextlib
-import os
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -45,6 +43,7 @@ from docmem.backend import (
     ContendedKeys,
     KeptVersion,
     LruCache,
+    OncePerIdentity,
     PerProcess,
     ServerChecks,
     Stored,
@@ -569,46 +568,4 @@ def probe(store: S3Backend, *, writers: int = 8) -> ProbeReport:
     return ProbeReport(tuple(found), versioning=versioning(target.reader, target.bucket))
 
 
-class _OncePerIdentity:
-    """The store identities this process has verified, and a lock per one being verified.
-
-    The registry's own lock guards only its two collections and is never held
-    across network I/O; an identity's lock is held while that store is
-    verified, so concurrent first writes to it verify once and other stores
-    are not held up. A forked child gets fresh locks (one held by another
-    parent thread would never be released) and keeps what was verified.
-    """
-
-    def __init__(self) -> None:
-        self._done: set[tuple[str, str, str]] = set()
-        self._lock = threading.Lock()
-        self._locks: dict[tuple[str, str, str], threading.Lock] = {}
-
-    def once(self, identity: tuple[str, str, str], check: Callable[[], None]) -> None:
-        """Run ``check`` unless ``identity`` passed it in this process; mark it when it does."""
-        if identity in self._done:
-            return
-        with self._lock_of(identity):
-            if identity in self._done:
-                return
-            check()
-            self.mark(identity)
-
-    def mark(self, identity: tuple[str, str, str]) -> None:
-        with self._lock:
-            self._done.add(identity)
-            self._locks.pop(identity, None)  # no longer needed: the fast path answers
-
-    def _lock_of(self, identity: tuple[str, str, str]) -> threading.Lock:
-        with self._lock:
-            return self._locks.setdefault(identity, threading.Lock())
-
-    def reset_after_fork(self) -> None:
-        """In a forked child only the forking thread lives on: a lock another held stays held."""
-        self._lock = threading.Lock()
-        self._locks = {}
-
-
-_verified = _OncePerIdentity()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_verified.reset_after_fork)
+_verified = OncePerIdentity()

@@ -48,11 +48,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import pytest
-from faultproxy import FaultPlan, FaultProxy
 from s3_servers import SERVERS, bucket, endpoint_of, store_url
 
 import docmem
 from docmem.provider.tools import mutation_id_for
+from docmem.testing.faultproxy import FaultPlan, FaultProxy
 
 pytestmark = pytest.mark.integration
 

@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from faultproxy import FaultPlan, FaultProxy
 from s3_servers import REGION, bucket, raw_client
 
 import docmem
 from docmem.errors import HistoryNotKept
+from docmem.testing.faultproxy import FaultPlan, FaultProxy
 from docmem_s3 import HistoryKept, S3Backend, probe
 from docmem_s3.__main__ import main
 from docmem_s3.errors import ProtocolViolation

@@ -1,12 +1,16 @@
-"""A fault-injecting HTTP/1.1 proxy on 127.0.0.1, in front of a real S3 server.
+"""A fault-injecting HTTP/1.1 proxy on 127.0.0.1, in front of a real object-store server.
 
-The S3 client talks to the proxy as if it were the server (path-style
-requests: an ``http://127.0.0.1:port`` endpoint never uses virtual hosts).
-Each request for an object under the campaign's ``bucket/prefix`` gets one
-fault drawn from a seeded :class:`FaultPlan`; everything else (the probe's
-``<prefix>/.docmem-probe/`` objects, other prefixes, listings) passes
-through untouched, so docmem's first-write probe sees an honest server and
-the campaign measures the data path alone.
+For a plug-in's fault campaign (docmem-s3's is the model): the store's
+client talks to the proxy as if it were the server (an
+``http://127.0.0.1:port`` endpoint, path-style). Each request the campaign's
+``faultable`` callable calls ``"campaign"`` (for S3, an object under
+``bucket/prefix``: :meth:`FaultProxy.for_prefix`) gets one fault drawn from
+a seeded :class:`FaultPlan`; everything else (the first-write probe's
+objects, other prefixes, listings) passes through untouched, so the store's
+check of its server sees an honest server and the campaign measures the
+data path alone. An injected error's body is the server's kind of error
+(``error_response``; S3's XML by default), and the version faults act on the
+header that carries the version (``version_header``; ``ETag`` by default).
 
 Faults (:data:`FAULTS`):
 
@@ -24,7 +28,8 @@ Faults (:data:`FAULTS`):
                  inside its header block
 ``cut-reset``    the same, but the connection is reset after the partial
                  answer instead of closed
-``blank-etag``   forward, answer with ``ETag: ""`` where the server sent one
+``blank-etag``   forward, answer with ``ETag: ""`` (the ``version_header``)
+                 where the server sent one
 ``empty-etag``   forward, answer with an empty ``ETag:`` value where the server
                  sent one (sent back as an empty ``If-Match``, LocalStack and
                  SeaweedFS both apply the PUT unconditionally, while they refuse
@@ -59,7 +64,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["FAULTS", "FaultPlan", "FaultProxy", "Logged"]
+__all__ = ["FAULTS", "FaultPlan", "FaultProxy", "Logged", "s3_error"]
 
 FAULTS = (
     "pass",
@@ -258,15 +263,21 @@ def _reset(sock: socket.socket) -> None:
         sock.close()
 
 
-def _error_response(status: int) -> bytes:
+def s3_error(status: int) -> tuple[str, bytes]:
+    """An S3 error answer's content type and body, as :class:`FaultProxy` injects it."""
     code = _ERROR_CODES.get(status, "InternalError")
     body = (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         f"<Error><Code>{code}</Code><Message>injected by faultproxy</Message>"
         "<RequestId>faultproxy</RequestId></Error>"
     ).encode()
+    return "application/xml", body
+
+
+def _error_response(status: int, error: Callable[[int], tuple[str, bytes]]) -> bytes:
+    content_type, body = error(status)
     headers = [
-        ("Content-Type", "application/xml"),
+        ("Content-Type", content_type),
         ("Content-Length", str(len(body))),
         ("Connection", "close"),
     ]
@@ -281,6 +292,9 @@ class FaultProxy:
     may get a fault; :meth:`for_prefix` builds the usual one. With
     ``with_query`` it gets the path and the raw query (``/bucket?versions&prefix=...``),
     to tell apart calls on one path (ListObjectVersions from GetBucketVersioning).
+    ``error_response`` gives an injected error's content type and body for its
+    status (:func:`s3_error` by default); ``version_header`` names the header
+    the ``*-etag`` faults blank or remove.
     """
 
     def __init__(
@@ -291,6 +305,8 @@ class FaultProxy:
         *,
         log_size: int = 10_000,
         with_query: bool = False,
+        error_response: Callable[[int], tuple[str, bytes]] = s3_error,
+        version_header: str = "ETag",
     ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme != "http" or parts.hostname not in (_LOOPBACK, "localhost"):
@@ -299,6 +315,8 @@ class FaultProxy:
         self.plan = plan
         self._classify = faultable
         self._with_query = with_query
+        self._error = error_response
+        self._version_header = version_header.lower()
         self._random = random.Random(plan.seed)
         self._choices = [name for name in FAULTS if plan.weights.get(name, 0) > 0]
         self._weights = [float(plan.weights[name]) for name in self._choices]
@@ -472,7 +490,7 @@ class FaultProxy:
             return False, True
         if fault in ("403", "500", "503"):
             log(None)
-            client.sendall(_error_response(int(fault)))
+            client.sendall(_error_response(int(fault), self._error))
             return False, False
         if fault == "delay":
             low, high = self.plan.delay
@@ -493,14 +511,14 @@ class FaultProxy:
         if fault == "drop":
             return False, True
         if fault in ("landed-500", "landed-503"):
-            client.sendall(_error_response(int(fault.split("-")[1])))
+            client.sendall(_error_response(int(fault.split("-")[1]), self._error))
             return False, False
         headers = response.headers
         if fault in ("blank-etag", "empty-etag"):
             blank = '""' if fault == "blank-etag" else ""
-            headers = [(k, blank if k.lower() == "etag" else v) for k, v in headers]
+            headers = [(k, blank if k.lower() == self._version_header else v) for k, v in headers]
         elif fault == "no-etag":
-            headers = [(k, v) for k, v in headers if k.lower() != "etag"]
+            headers = [(k, v) for k, v in headers if k.lower() != self._version_header]
         head = _serialize_head(f"{response.version} {response.status} {response.reason}", headers)
         if fault in ("cut", "cut-reset"):
             if response.body:

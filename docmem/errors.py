@@ -11,7 +11,8 @@ values: only ids, revisions, sizes, counts and codes.
     ├── InvalidArgument           invalid_argument
     ├── StoreNotConfigured        store_not_configured
     ├── StoreUnavailable          store_unavailable
-    │   └── ConditionsNotHonoured conditions_not_honoured (a store's own checks)
+    │   ├── ConditionsNotHonoured conditions_not_honoured (a store's own checks)
+    │   └── HistoryKept           history_kept           (an erase's purge not done)
     ├── VersionConflict           version_conflict       (backend level)
     ├── WriteOutcomeUnknown       write_outcome_unknown  (backend level)
     ├── StoreBusy                 store_busy
@@ -29,6 +30,7 @@ values: only ids, revisions, sizes, counts and codes.
     ├── TransferRefused           transfer_refused       (import, verify, migrate)
     ├── HistoryNotKept            history_not_kept       (a store without older versions)
     ├── RevertRefused             revert_refused
+    ├── StaleRevision             stale_revision         (expected_revision moved on)
     ├── RecallBatchInvalid        recall_batch_invalid
     └── Cancelled                 cancelled
 
@@ -51,6 +53,7 @@ __all__ = [
     "DocmemError",
     "DocumentCorrupt",
     "ExportInvalid",
+    "HistoryKept",
     "HistoryNotKept",
     "IndexExhausted",
     "InvalidArgument",
@@ -64,6 +67,7 @@ __all__ = [
     "RevertRefused",
     "ScopeFenced",
     "SecretDetected",
+    "StaleRevision",
     "StoreBusy",
     "StoreNotConfigured",
     "StoreUnavailable",
@@ -135,6 +139,19 @@ class ConditionsNotHonoured(StoreUnavailable):
             f"concurrent updates would be lost or fail; docmem refuses it. Failed: "
             f"{'; '.join(checks)}"
         )
+
+
+class HistoryKept(StoreUnavailable):
+    """The store may still hold older versions of an erased document: the purge is not done.
+
+    Raised by a versioned store's ``purge_history``, so an erase reports it
+    with outcome ``committed``: the header-only document is stored, older
+    copies of the erased text are left. Each plug-in that keeps versions
+    raises its own subclass, saying in its own terms what is left and how to
+    remove it; one ``except`` catches them all.
+    """
+
+    code = "history_kept"
 
 
 class VersionConflict(DocmemError):
@@ -262,6 +279,17 @@ class RevertRefused(DocmemError):
     """
 
     code = "revert_refused"
+
+
+class StaleRevision(DocmemError):
+    """The memory moved on from the revision the caller based a change on; nothing was written.
+
+    Raised by a remove or an erase given ``expected_revision`` (an operator
+    acting on what a page showed) when another change landed since: the
+    caller reads the memory again and decides anew.
+    """
+
+    code = "stale_revision"
 
 
 class RecallBatchInvalid(DocmemError, ValueError):

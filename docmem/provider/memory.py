@@ -335,25 +335,45 @@ class BoundMemory:
                 )
             return self._mutate(mutation, observation)
 
-    def remove(self, index: int, *, mutation_id: str | None = None) -> RemoveResult:
+    def remove(
+        self,
+        index: int,
+        *,
+        mutation_id: str | None = None,
+        expected_revision: int | None = None,
+    ) -> RemoveResult:
         """Remove entry ``index``; an index with no entry is a successful no-op.
 
         Without a ``mutation_id`` the removal gets a fresh one (see :meth:`save`).
+        ``expected_revision`` (the revision an operator was shown) refuses the
+        removal with :class:`~docmem.errors.StaleRevision`, nothing written, if
+        the memory moved on since.
         """
         with self._observe("remove") as observation:
             with _outcome_reported():
-                mutation = Remove(index, _mutation_id(mutation_id))
+                if expected_revision is not None:
+                    _check_revision(expected_revision)
+                mutation = Remove(
+                    index, _mutation_id(mutation_id), expected_revision=expected_revision
+                )
             return self._mutate(mutation, observation)
 
-    def erase(self, *, mutation_id: str | None = None) -> EraseResult:
+    def erase(
+        self, *, mutation_id: str | None = None, expected_revision: int | None = None
+    ) -> EraseResult:
         """Empty the scope's document (right to be forgotten), then purge old versions.
 
         The document is rewritten header-only, so the next recall supersedes
         every copy already in a conversation and indexes are never reused.
+        ``expected_revision`` refuses the erase with
+        :class:`~docmem.errors.StaleRevision` if the memory moved on from it,
+        so that an erase never takes a save its caller did not see.
         """
         with self._observe("erase") as observation:
             with _outcome_reported():
-                mutation = Erase(_mutation_id(mutation_id))
+                if expected_revision is not None:
+                    _check_revision(expected_revision)
+                mutation = Erase(_mutation_id(mutation_id), expected_revision=expected_revision)
             result = self._mutate(mutation, observation)
             if result.status == "erased":
                 with _outcome_reported(committed=True), observation.request("delete"):

@@ -32,6 +32,7 @@ from ..errors import (
     RevertRefused,
     ScopeFenced,
     SecretDetected,
+    StaleRevision,
 )
 from . import journal
 from .document import (
@@ -181,6 +182,8 @@ class Mutation(abc.ABC, Generic[_R]):
 
     op: ClassVar[Op]
     shrinking: ClassVar[bool] = True
+    #: The revision the caller based this change on; ``None``: whatever is current.
+    expected_revision: int | None = None
 
     def __init__(self, mutation_id: str, arg: str) -> None:
         self.id_digest = journal.id_digest(journal.checked_mutation_id(mutation_id))
@@ -194,6 +197,14 @@ class Mutation(abc.ABC, Generic[_R]):
         if document is not None and document.fence is not None:
             return Refused(
                 ScopeFenced("this memory is being migrated; changes are refused for now")
+            )
+        revision = 0 if document is None else document.revision
+        if self.expected_revision is not None and revision != self.expected_revision:
+            return Refused(
+                StaleRevision(
+                    f"the memory changed since revision {self.expected_revision} (it is now "
+                    f"{revision}); read it again and decide anew"
+                )
             )
         try:
             change = self.apply(document)
@@ -338,14 +349,21 @@ class Save(Mutation[SaveResult]):
 
 
 class Remove(Mutation[RemoveResult]):
-    """Remove the entry at ``index``; an index with no entry is a successful no-op."""
+    """Remove the entry at ``index``; an index with no entry is a successful no-op.
+
+    With ``expected_revision``, refused (StaleRevision) unless the document is
+    still at that revision.
+    """
 
     op = "remove"
 
-    def __init__(self, index: int, mutation_id: str) -> None:
+    def __init__(
+        self, index: int, mutation_id: str, *, expected_revision: int | None = None
+    ) -> None:
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
             raise InvalidArgument("index must be a non-negative integer")
         self.index = index
+        self.expected_revision = expected_revision
         super().__init__(mutation_id, str(index))
 
     def apply(self, document: MemoryDocument | None) -> Change[RemoveResult]:
@@ -363,11 +381,16 @@ class Remove(Mutation[RemoveResult]):
 
 
 class Erase(Mutation[EraseResult]):
-    """Rewrite the document header-only: ``last`` kept, the journal reduced to this record."""
+    """Rewrite the document header-only: ``last`` kept, the journal reduced to this record.
+
+    With ``expected_revision``, refused (StaleRevision) unless the document is
+    still at that revision: an erase never takes a save its caller did not see.
+    """
 
     op = "erase"
 
-    def __init__(self, mutation_id: str) -> None:
+    def __init__(self, mutation_id: str, *, expected_revision: int | None = None) -> None:
+        self.expected_revision = expected_revision
         super().__init__(mutation_id, "")
 
     def apply(self, document: MemoryDocument | None) -> Change[EraseResult]:

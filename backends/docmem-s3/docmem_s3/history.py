@@ -31,6 +31,7 @@ import datetime
 from collections.abc import Iterator
 from typing import Any, Literal
 
+from docmem import errors as docmem_errors
 from docmem.backend import KeptVersion
 from docmem.errors import DocmemError, StoreUnavailable
 
@@ -70,7 +71,7 @@ _WORDS: dict[Purge, tuple[str, str, str]] = {
 _NAMED = 5
 
 
-class HistoryKept(StoreUnavailable):
+class HistoryKept(docmem_errors.HistoryKept):
     """The bucket may still hold older versions of an erased document: the purge is not done.
 
     Raised by ``S3Backend.purge_history``, so an erase reports it with outcome
@@ -81,8 +82,6 @@ class HistoryKept(StoreUnavailable):
     by ``S3Backend.delete`` too, saying so, when the key is deleted and its
     older versions are not.
     """
-
-    code = "history_kept"
 
     def __init__(
         self,

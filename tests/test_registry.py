@@ -111,8 +111,10 @@ def test_unknown_scheme_says_to_install_a_backend(isolated_registry: list[Any]) 
         ("s3://bucket", "agent-docmem-s3"),
         ("s3://bucket/prefix?region=eu-west-1", "agent-docmem-s3"),
         ("fsspec+gs://bucket/p", "agent-docmem-fsspec"),
-        ("gs://bucket", "agent-docmem-fsspec"),
-        ("az://container", "agent-docmem-fsspec"),
+        ("gs://bucket", "agent-docmem-gcs"),
+        ("gcs://bucket", "agent-docmem-gcs"),
+        ("az://container", "agent-docmem-azure"),
+        ("azblob://container", "agent-docmem-azure"),
         ("abfss://container/p", "agent-docmem-fsspec"),
     ],
 )

@@ -56,18 +56,23 @@ class KnownScheme:
 _FSSPEC = "docmem_fsspec:FsspecBackend"
 _FSSPEC_DISTRIBUTION = "agent-docmem-fsspec"
 _S3_DISTRIBUTION = "agent-docmem-s3"
+_AZURE = "docmem_azure:AzureBlobBackend"
+_AZURE_DISTRIBUTION = "agent-docmem-azure"
+_GCS = "docmem_gcs:GcsBackend"
+_GCS_DISTRIBUTION = "agent-docmem-gcs"
 
 #: Sorted by scheme. A plug-in scheme here still resolves only through an entry point
 #: (any distribution may provide it); the table gives the advice when none is installed.
 SCHEMES: tuple[KnownScheme, ...] = (
     KnownScheme("abfs", _FSSPEC, _FSSPEC_DISTRIBUTION),
     KnownScheme("abfss", _FSSPEC, _FSSPEC_DISTRIBUTION),
-    KnownScheme("az", _FSSPEC, _FSSPEC_DISTRIBUTION),
+    KnownScheme("az", _AZURE, _AZURE_DISTRIBUTION),
+    KnownScheme("azblob", _AZURE, _AZURE_DISTRIBUTION),
     KnownScheme("encrypted", "docmem.storage.encryption.store:EncryptedStore", CORE_DISTRIBUTION),
     KnownScheme("file", "docmem.storage.builtin.local:LocalBackend", CORE_DISTRIBUTION),
     KnownScheme("fsspec", _FSSPEC, _FSSPEC_DISTRIBUTION),
-    KnownScheme("gcs", _FSSPEC, _FSSPEC_DISTRIBUTION),
-    KnownScheme("gs", _FSSPEC, _FSSPEC_DISTRIBUTION),
+    KnownScheme("gcs", _GCS, _GCS_DISTRIBUTION),
+    KnownScheme("gs", _GCS, _GCS_DISTRIBUTION),
     KnownScheme("memory", "docmem.storage.builtin.inmemory:MemoryBackend", CORE_DISTRIBUTION),
     KnownScheme("s3", "docmem_s3:S3Backend", _S3_DISTRIBUTION),
 )

@@ -42,18 +42,17 @@ __all__ = ["DIRECT_SCHEMES", "FsspecBackend", "FsspecOptions", "Revision"]
 class FsspecBackend(KeyFolders, Backend):
     """Documents as commit logs on an fsspec filesystem; see docs/design.md, section 4.1.
 
-    URLs: ``fsspec+<protocol>://<root>`` for any fsspec protocol (``fsspec+s3://bucket/prefix``,
-    ``fsspec+file:///var/lib/memory``), and ``gs://``, ``gcs://``, ``az://``, ``abfs://``
-    directly. Options (URL query or keywords): ``retain`` versions kept per key
-    (default 8), ``grace`` seconds before a superseded version may be collected
-    (default 600), ``max_staleness`` seconds a seen version may be written on
-    without a new listing (default 60, less than ``grace``),
-    ``assume_atomic_create`` (default false), ``cache_size`` (default 1,024
-    keys) and, for ``fsspec+file://`` only, ``create`` (default false: the
-    root must already be a store). Every other option goes to the filesystem
-    (``endpoint_url``, ``account_name``, ...); URL query values are strings, so
-    pass typed ones as keywords. Keep secrets in the environment the
-    implementation reads: :attr:`options` carries storage options along when
+    URLs: ``fsspec+<protocol>://<root>`` for any fsspec protocol
+    (``fsspec+s3://bucket/prefix``, ``fsspec+file:///var/lib/memory``), and ``abfs://`` and
+    ``abfss://`` directly (``gs://`` and ``az://`` are the native plug-ins'). Options (URL
+    query or keywords): ``retain`` versions kept per key (default 8), ``grace`` seconds
+    before a superseded version may be collected (default 600), ``max_staleness`` seconds a
+    seen version may be written on without a new listing (default 60, less than ``grace``),
+    ``assume_atomic_create`` (default false), ``cache_size`` (default 1,024 keys) and, for
+    ``fsspec+file://`` only, ``create`` (default false: the root must already be a store).
+    Every other option goes to the filesystem (``endpoint_url``, ``account_name``, ...); URL
+    query values are strings, so pass typed ones as keywords. Keep secrets in the
+    environment the implementation reads: :attr:`options` carries storage options along when
     the store is pickled.
     """
 

@@ -1,7 +1,10 @@
 """What a docmem-fsspec URL and its options mean, before anything is opened.
 
-``fsspec+<protocol>://<root>`` names any fsspec protocol, and a few schemes
-(``gs://``, ``az://``, ...) name theirs directly. The URL query and the
+``fsspec+<protocol>://<root>`` names any fsspec protocol, and ``abfs://`` and
+``abfss://`` name theirs directly. ``gs://``, ``gcs://`` and ``az://`` belong to
+the native plug-ins (agent-docmem-gcs, agent-docmem-azure), which store one
+object per key where docmem-fsspec keeps a commit log: the same bucket is
+``fsspec+gs://`` here. The URL query and the
 keywords are split once: docmem-fsspec's own options, checked here, and the
 rest, which go to the filesystem unread (:mod:`docmem_fsspec.filesystems`).
 """
@@ -19,7 +22,9 @@ from docmem.options import Seconds, split_options
 __all__ = ["DIRECT_SCHEMES", "FsspecOptions", "Opening", "parse_url"]
 
 #: Schemes served directly; anything else is ``fsspec+<protocol>://``.
-DIRECT_SCHEMES = ("gs", "gcs", "az", "abfs", "abfss")
+DIRECT_SCHEMES = ("abfs", "abfss")
+#: Schemes docmem-fsspec served directly before the native plug-ins took them.
+_NATIVE = {"gs": "agent-docmem-gcs", "gcs": "agent-docmem-gcs", "az": "agent-docmem-azure"}
 
 
 class FsspecOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -67,6 +72,11 @@ def parse_url(url: str, options: dict[str, Any]) -> Opening:
         protocol = scheme[len("fsspec+") :]
     elif scheme in DIRECT_SCHEMES:
         protocol = scheme
+    elif scheme in _NATIVE:
+        raise StoreNotConfigured(
+            f"{scheme}:// is served by {_NATIVE[scheme]}, one object per key; docmem-fsspec "
+            f"opens the same bucket as fsspec+{scheme}://"
+        )
     else:
         raise StoreNotConfigured(
             "docmem-fsspec URLs are fsspec+<protocol>://... (for example fsspec+s3://bucket) "

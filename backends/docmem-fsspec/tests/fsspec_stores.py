@@ -102,8 +102,8 @@ def store_options(store: str) -> dict[str, Any]:
 
 
 def gcs_url(endpoint: str, prefix: str) -> str:
-    """A ``gs://`` URL of the test bucket through ``endpoint`` (the emulator, or a proxy)."""
-    return f"gs://{bucket()}/{prefix}?endpoint_url={endpoint}&token=anon"
+    """An ``fsspec+gs://`` URL of the test bucket through ``endpoint`` (the emulator, a proxy)."""
+    return f"fsspec+gs://{bucket()}/{prefix}?endpoint_url={endpoint}&token=anon"
 
 
 def store_url(store: str, root: Path | None = None) -> str:
@@ -123,7 +123,7 @@ def store_url(store: str, root: Path | None = None) -> str:
     if store == "gcs":
         return gcs_url(os.environ["GCS_EMULATOR_ENDPOINT"], prefix)
     ensure_container()
-    return f"az://{container()}/{prefix}"
+    return f"fsspec+az://{container()}/{prefix}"
 
 
 def unavailable_url(store: str, root: Path) -> tuple[str, dict[str, Any]]:
@@ -140,7 +140,7 @@ def unavailable_url(store: str, root: Path) -> tuple[str, dict[str, Any]]:
     key = (  # Azurite's well-known development key: public, not a secret
         "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
     )
-    return f"az://{container()}/x", {
+    return f"fsspec+az://{container()}/x", {
         "connection_string": (
             "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
             f"AccountKey={key};BlobEndpoint={dead}/devstoreaccount1;"

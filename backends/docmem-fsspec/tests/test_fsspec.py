@@ -248,7 +248,20 @@ def test_a_missing_implementation_names_the_extra_that_installs_it(
 
     monkeypatch.setattr("docmem_fsspec.filesystems.fsspec.get_filesystem_class", not_installed)
     with pytest.raises(StoreNotConfigured, match=r"docmem-fsspec\[gcs\]"):
-        docmem.open_store("gs://bucket/prefix")
+        docmem.open_store("fsspec+gs://bucket/prefix")
+
+
+@pytest.mark.parametrize(
+    ("scheme", "distribution"),
+    [("gs", "agent-docmem-gcs"), ("gcs", "agent-docmem-gcs"), ("az", "agent-docmem-azure")],
+)
+def test_a_scheme_of_a_native_plugin_names_it_and_the_fsspec_url(
+    scheme: str, distribution: str
+) -> None:
+    with pytest.raises(StoreNotConfigured) as caught:
+        FsspecBackend.from_url(f"{scheme}://bucket/prefix")
+    assert distribution in caught.value.message
+    assert f"fsspec+{scheme}://" in caught.value.message
 
 
 NOT_A_SETTING = [
@@ -315,7 +328,7 @@ def test_settings_arrive_as_numbers_or_strings() -> None:
 
 
 def test_azure_schemes_resolve_to_this_backend() -> None:
-    for scheme in ("az", "abfs", "abfss"):
+    for scheme in ("fsspec+az", "abfs", "abfss"):
         store = docmem.open_store(f"{scheme}://container/prefix", account_name="devstoreaccount1")
         assert isinstance(store, FsspecBackend)
         assert store.url == f"{scheme}://container/prefix"
@@ -352,8 +365,8 @@ def test_flags_arrive_as_words_or_bools() -> None:
 
 
 def test_a_bad_option_names_the_scheme_and_never_the_value() -> None:
-    with pytest.raises(StoreNotConfigured, match=r"^gs:// option grace ") as caught:
-        docmem.open_store("gs://bucket/prefix?grace=hunter2")
+    with pytest.raises(StoreNotConfigured, match=r"^fsspec\+gs:// option grace ") as caught:
+        docmem.open_store("fsspec+gs://bucket/prefix?grace=hunter2")
     assert "hunter2" not in str(caught.value)
     assert caught.value.__context__ is None
     with pytest.raises(StoreNotConfigured, match="max_staleness must be less than grace"):

@@ -65,7 +65,7 @@ def test_gs_opens_with_the_class_gcsfs_registers_for_it() -> None:
         "gcsfs.extended_gcsfs",
         "ExtendedGcsFileSystem",
     )
-    store = docmem.open_store("gs://bucket/prefix?token=anon")  # no I/O
+    store = docmem.open_store("fsspec+gs://bucket/prefix?token=anon")  # no I/O
     assert isinstance(store, FsspecBackend)
     assert store._fs_class is registered
     assert isinstance(store._dialect, GcsfsDialect)

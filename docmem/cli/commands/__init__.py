@@ -35,6 +35,7 @@ NAMES = (
     "unfence",
     "migrate",
     "mcp",
+    "console",
 )
 
 

@@ -87,15 +87,18 @@ typecheck: $(VENV)/.dev
 # core's). Plug-in tests talk to real servers: scripts/with-test-servers starts
 # LocalStack, SeaweedFS, Azurite and fake-gcs-server on 127.0.0.1 while the core's tests
 # and then CrewAI's run (they need none), then runs the plug-ins' suites, and stops the
-# servers, also on failure.
+# servers, also on failure. The operator console's tests drive Debian's chromium, which
+# scripts/chromium installs with apt-get when it is missing; DOCMEM_REQUIRE_BROWSER=1
+# makes a missing browser a failure, never a skip.
 pytest: $(VENV)/.dev
+	scripts/chromium >/dev/null
 ifneq ($(BACKENDS),)
-	scripts/with-test-servers \
+	DOCMEM_REQUIRE_BROWSER=1 scripts/with-test-servers \
 		--meanwhile '$(BIN)/python -m pytest tests $(PYTEST_ARGS) && $(MAKE) --no-print-directory crewai-tests' \
 		env DOCMEM_REQUIRE_SERVERS=1 sh -c \
 		'for b in $(BACKENDS); do $(BIN)/python -m pytest "$$b/tests" $(PYTEST_ARGS) || exit 1; done'
 else
-	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
+	DOCMEM_REQUIRE_BROWSER=1 $(BIN)/python -m pytest tests $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory crewai-tests
 endif
 
@@ -112,7 +115,8 @@ bench: $(VENV)/.dev
 	$(BIN)/python benchmarks/telemetry.py
 	$(BIN)/python benchmarks/startup.py
 	$(BIN)/python benchmarks/prompt_cache.py
-	scripts/with-test-servers sh -c '$(BIN)/python benchmarks/s3.py && $(BIN)/python benchmarks/hot_scope.py && $(BIN)/python benchmarks/fsspec_store.py && $(BIN)/python benchmarks/adapters.py && $(BIN)/python benchmarks/encryption.py && $(BIN)/python benchmarks/transfer.py && $(BIN)/python benchmarks/provenance.py && $(BIN)/python benchmarks/mcp_load.py'
+	$(BIN)/python benchmarks/console.py
+	scripts/with-test-servers sh -c '$(BIN)/python benchmarks/s3.py && $(BIN)/python benchmarks/azure_blob.py && $(BIN)/python benchmarks/gcs.py && $(BIN)/python benchmarks/hot_scope.py && $(BIN)/python benchmarks/fsspec_store.py && $(BIN)/python benchmarks/adapters.py && $(BIN)/python benchmarks/encryption.py && $(BIN)/python benchmarks/transfer.py && $(BIN)/python benchmarks/provenance.py && $(BIN)/python benchmarks/mcp_load.py'
 	$(MAKE) --no-print-directory $(CREWAI_VENV)/.ready
 	$(CREWAI_RUN) benchmarks/adapters.py    # CrewAI's file:// row, in its venv (no docmem-s3 there)
 	$(CREWAI_RUN) benchmarks/prompt_cache.py    # CrewAI's rows, in its venv

@@ -1,18 +1,15 @@
-"""Serving the console with uvicorn on a socket of its own: addresses, the listener, the run.
+"""Where the console may listen and which ``Host`` values reach it.
 
-The listener is made as ``docmem mcp``'s is (docmem/integrations/mcp_cli.py,
-``_listen``): a socket whose protocol is ``IPPROTO_TCP``, so asyncio turns
-Nagle's algorithm off on each connection and a page on a kept-alive
-connection is not held ~40 ms for the browser's delayed ACK.
+The listening socket is ``docmem mcp``'s (:func:`docmem.cli.listener.listen`:
+Nagle off, so a page on a kept-alive connection is not held ~40 ms).
 """
 
 from __future__ import annotations
 
 import ipaddress
-import socket
 from collections.abc import Iterable
 
-__all__ = ["LOOPBACK_NAMES", "accepted_hosts", "is_loopback", "is_unspecified", "listen"]
+__all__ = ["LOOPBACK_NAMES", "accepted_hosts", "is_loopback", "is_unspecified"]
 
 #: Host names that mean this machine, whatever resolves them.
 LOOPBACK_NAMES = frozenset({"localhost"})
@@ -34,13 +31,6 @@ def is_unspecified(address: str) -> bool:
         return ipaddress.ip_address(address).is_unspecified
     except ValueError:
         return False
-
-
-def listen(host: str, port: int) -> socket.socket:
-    """A socket listening on ``host:port`` (0: any free port) whose connections send at once."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    created = socket.create_server((host, port), family=family)
-    return socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP, fileno=created.detach())
 
 
 def accepted_hosts(host: str, port: int, extra: Iterable[str] = ()) -> list[str]:

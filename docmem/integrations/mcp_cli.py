@@ -18,13 +18,13 @@ import argparse
 import contextlib
 import logging
 import signal
-import socket
 import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from urllib.parse import urlsplit
 
 from docmem.backend import Backend
+from docmem.cli.listener import listen
 from docmem.errors import DocmemError, InvalidArgument, InvalidScope
 from docmem.host.slot import MemorySlot, Principal, ScopeContext, by_principal
 from docmem.provider.keys import namespace_key
@@ -339,7 +339,7 @@ def _serve_http(server: MCPServer, address: _Address, public_url: str | None) ->
     import uvicorn  # with the mcp extra; only the HTTP form needs it
 
     try:
-        listener = _listen(address)
+        listener = listen(address.host, address.port)
     except OSError as error:
         reason = error.strerror or type(error).__name__
         print(f"{_PROG}: store_unavailable: cannot listen on {address}: {reason}", file=sys.stderr)
@@ -356,20 +356,6 @@ def _serve_http(server: MCPServer, address: _Address, public_url: str | None) ->
     # uvicorn re-raises the SIGINT it shut down for (KeyboardInterrupt: 130), unless the
     # process inherited SIGINT ignored (a background job of a shell): 130 all the same.
     return 130 if web.interrupted else 0
-
-
-def _listen(address: _Address) -> socket.socket:
-    """A socket listening on ``address`` whose connections send each write at once.
-
-    asyncio turns Nagle's algorithm off (``TCP_NODELAY``) only on connections
-    of a socket whose protocol is ``IPPROTO_TCP``, and ``create_server``
-    leaves it 0. Then uvicorn's two writes of a response (its head, its body)
-    wait for the client's delayed ACK: about 40 ms per request on a
-    connection kept alive, which every MCP client keeps.
-    """
-    family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
-    created = socket.create_server((address.host, address.port), family=family)
-    return socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP, fileno=created.detach())
 
 
 def _interruptible(config: Any) -> Any:

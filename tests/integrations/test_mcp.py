@@ -1098,12 +1098,15 @@ def test_remembered_tokens_are_bounded_by_the_least_recently_used() -> None:
 
 
 def test_http_connections_send_each_write_at_once() -> None:
-    """Nagle's algorithm is off on every accepted connection (no 40 ms delayed-ACK stall)."""
+    """Nagle's algorithm is off on every accepted connection (no 40 ms delayed-ACK stall).
+
+    The listener of ``docmem mcp --http`` and ``docmem console`` alike.
+    """
     import socket
 
-    from docmem.integrations import mcp_cli
+    from docmem.cli.listener import listen
 
-    listener = mcp_cli._listen(mcp_cli._Address("127.0.0.1", 0))
+    listener = listen("127.0.0.1", 0)
     nodelay: list[int] = []
 
     async def accept_one() -> None:

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from ..command import Command, MissingExtra, UsageError
 from ..flags import add_store, positive
+from ..listener import listen
 from ..report import Reporter
 from ..store import open_from
 
@@ -111,12 +112,7 @@ class Console(Command):
 
             from docmem.console import ConsoleSettings, console_app
             from docmem.console.auth import LoginLinks, Sessions
-            from docmem.console.serving import (
-                accepted_hosts,
-                is_loopback,
-                is_unspecified,
-                listen,
-            )
+            from docmem.console.serving import accepted_hosts, is_loopback, is_unspecified
         operators = _operators(arguments)
         loopback = is_loopback(arguments.bind)
         if not loopback and operators is None:

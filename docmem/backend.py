@@ -18,13 +18,13 @@ import os
 import re
 import threading
 import weakref
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from .errors import HistoryNotKept, InvalidArgument
+from .errors import HistoryNotKept, InvalidArgument, StoreNotConfigured
 from .storage import registry
 from .storage.registry import ENTRY_POINT_GROUP, open_store, register_backend
 
@@ -41,7 +41,10 @@ __all__ = [
     "ServerChecks",
     "Stored",
     "check_key",
+    "fsspec_key_folder",
     "open_store",
+    "race_creates",
+    "refuse_fsspec_layout",
     "register_backend",
 ]
 
@@ -420,6 +423,75 @@ def check_key(key: str) -> str:
 
 
 _KEY = re.compile(r"[A-Za-z0-9_-]{1,200}")
+_MEMORY_KEY = re.compile(r"memkey1_[A-Za-z0-9_-]{43}")
+
+
+def race_creates(create: Callable[[], object], writers: int) -> int:
+    """How many of ``writers`` threads, released together, won ``create()`` (got a non-None).
+
+    A plug-in's verification sends ``writers`` create-only writes of one name at
+    the same instant, through its own SDK call (``create`` answers None when the
+    store refused the write as a lost race); a store that honours conditional
+    writes lets exactly one win. Every thread is joined before the first
+    exception a ``create()`` raised is re-raised; clean-up is the caller's.
+    """
+    barrier = threading.Barrier(writers)
+    results: list[bool] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def run() -> None:
+        barrier.wait()
+        try:
+            accepted = create()
+        except BaseException as exc:  # re-raised below, after every thread joined
+            with lock:
+                errors.append(exc)
+            return
+        with lock:
+            results.append(accepted is not None)
+
+    threads = [threading.Thread(target=run) for _ in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return results.count(True)
+
+
+def fsspec_key_folder(name: str, *, at_root: bool) -> bool:
+    """Whether ``name``, one listed sub-prefix without its slash, is a docmem-fsspec key folder.
+
+    docmem-fsspec keeps each key as a folder of commit-log objects,
+    ``<prefix>/<key>/<16 hex>.md``; a native plug-in keeps ``<prefix>/<key>.md``.
+    Under a prefix any docmem key's name counts. At a container's or bucket's
+    root, where other stores' prefixes live side by side, only the names
+    :class:`docmem.FileMemory` gives its keys (``memkey1_...``) do, so a
+    neighbour's prefix is not taken for a key folder.
+    """
+    return (_MEMORY_KEY if at_root else _KEY).fullmatch(name) is not None
+
+
+def refuse_fsspec_layout(folders: Iterable[str], *, at_root: bool, url: str, plugin: str) -> None:
+    """StoreNotConfigured if any listed sub-prefix of ``url`` is a docmem-fsspec key folder.
+
+    A native plug-in must never read a docmem-fsspec (commit-log) store as empty:
+    its keys would look missing, and the first save would start every scope's
+    memory afresh beside the old one. So a plug-in lists the names directly
+    under its prefix once (with its own SDK) and passes the sub-prefixes it got,
+    relative to the prefix and without their slash, here; ``at_root`` is true
+    when the store has no prefix, ``url`` is the store's URL (without secrets)
+    and ``plugin`` the plug-in's name, for the message.
+    """
+    if any(fsspec_key_folder(name, at_root=at_root) for name in folders):
+        fsspec_url = f"fsspec+{url}"
+        raise StoreNotConfigured(
+            f"{url} holds a docmem-fsspec store (a folder of commit-log objects per key), "
+            f"which {plugin} cannot read: open it as {fsspec_url}, or move it to this "
+            f"layout with `docmem migrate {fsspec_url} {url}`"
+        )
 
 
 class ContendedKeys:

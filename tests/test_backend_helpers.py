@@ -20,7 +20,11 @@ from docmem.backend import (
     PerProcess,
     ServerChecks,
     Stored,
+    fsspec_key_folder,
+    race_creates,
+    refuse_fsspec_layout,
 )
+from docmem.errors import StoreNotConfigured
 from docmem.storage.builtin.inmemory import MemoryBackend
 
 
@@ -324,3 +328,44 @@ def test_an_encrypted_store_answers_for_its_server_through_the_store_it_wraps() 
     encrypted = docmem.encrypted(inner, keyring)
     assert encrypted.check_server(writers=2) == inner.check_server(writers=2)
     assert encrypted.listed_versions() is None  # a migration reads its copies back, decrypting
+
+
+def test_a_docmem_fsspec_key_folder_is_refused_and_only_memory_keys_count_at_a_root() -> None:
+    memory_key = "memkey1_" + "A" * 43
+    assert fsspec_key_folder(memory_key, at_root=True)
+    assert not fsspec_key_folder("t-0123abcd", at_root=True)  # a neighbour's prefix
+    assert fsspec_key_folder("t-0123abcd", at_root=False)
+    assert not fsspec_key_folder(".docmem-probe", at_root=False)
+    assert not fsspec_key_folder("", at_root=False)
+    refuse_fsspec_layout(["t-0123abcd", "other"], at_root=True, url="x://b", plugin="p")
+    refuse_fsspec_layout([], at_root=False, url="x://b/p", plugin="p")
+    with pytest.raises(StoreNotConfigured, match="holds a docmem-fsspec store") as caught:
+        refuse_fsspec_layout([".docmem-probe", "k"], at_root=False, url="x://b/p", plugin="p")
+    message = str(caught.value)
+    assert "open it as fsspec+x://b/p" in message
+    assert "`docmem migrate fsspec+x://b/p x://b/p`" in message
+    assert "which p cannot read" in message
+
+
+def test_race_creates_counts_the_winners_and_raises_after_every_thread_joined() -> None:
+    lock = threading.Lock()
+    taken: list[int] = []
+
+    def create_once() -> object:
+        with lock:
+            taken.append(1)
+            return "won" if len(taken) == 1 else None
+
+    assert race_creates(create_once, 6) == 1
+    assert len(taken) == 6
+    assert race_creates(lambda: "won", 3) == 3
+    calls: list[int] = []
+
+    def failing() -> object:
+        with lock:
+            calls.append(1)
+        raise OSError("refused")
+
+    with pytest.raises(OSError, match="refused"):
+        race_creates(failing, 4)
+    assert len(calls) == 4

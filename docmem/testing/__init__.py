@@ -54,6 +54,8 @@ and its races, :mod:`docmem.testing.state_machine` the model-based test, and
 processes killed mid-save) for stores on a local disk,
 :mod:`docmem.testing.faultproxy` a fault-injecting HTTP proxy for a
 network store's fault campaigns (resets, lost answers, 5xx, cut bodies),
+:mod:`docmem.testing.faultcampaign` the campaign run through it (writer
+threads, then docmem's promises checked on the document read back),
 :mod:`docmem.testing.redaction` the canary helpers, and
 :mod:`docmem.testing.volumes` a real tmpfs volume to unmount under a store;
 each is imported from its module. For framework adapters,

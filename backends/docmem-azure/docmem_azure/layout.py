@@ -17,10 +17,10 @@ only folders named like the keys :class:`docmem.FileMemory` writes
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from docmem.errors import StoreNotConfigured
+from docmem.backend import fsspec_key_folder as fsspec_folder
+from docmem.backend import refuse_fsspec_layout
 
 from .errors import azure_answers
 
@@ -28,14 +28,6 @@ __all__ = ["PAGE", "check_layout", "fsspec_folder"]
 
 #: Names asked for: one request, enough to pass a few leftover probe objects.
 PAGE = 32
-_KEY = re.compile(r"[A-Za-z0-9_-]{1,200}")
-_MEMORY_KEY = re.compile(r"memkey1_[A-Za-z0-9_-]{43}")
-
-
-def fsspec_folder(name: str, *, at_root: bool) -> bool:
-    """Whether ``name`` (one listed sub-prefix, without its slash) is a docmem-fsspec key folder."""
-    pattern = _MEMORY_KEY if at_root else _KEY
-    return pattern.fullmatch(name) is not None
 
 
 def check_layout(container: Any, name: str, prefix: str, *, scheme: str) -> None:
@@ -50,15 +42,10 @@ def check_layout(container: Any, name: str, prefix: str, *, scheme: str) -> None
             name_starts_with=start or None, delimiter="/", results_per_page=PAGE
         ).by_page()
         page = list(next(pages, ()))
-    for item in page:
-        listed = str(getattr(item, "name", "") or "")
-        if not listed.endswith("/"):
-            continue
-        folder = listed[len(start) : -1]
-        if fsspec_folder(folder, at_root=not prefix):
-            where = f"{scheme}://{name}/{prefix}" if prefix else f"{scheme}://{name}"
-            raise StoreNotConfigured(
-                f"{where} holds a docmem-fsspec store (a folder of versions per key), which "
-                f"docmem-azure cannot read: open it as fsspec+{where}, or move it to this "
-                "layout with `docmem migrate`"
-            )
+    listed = (str(getattr(item, "name", "") or "") for item in page)
+    refuse_fsspec_layout(
+        (folder[len(start) : -1] for folder in listed if folder.endswith("/")),
+        at_root=not prefix,
+        url=f"{scheme}://{name}/{prefix}" if prefix else f"{scheme}://{name}",
+        plugin="docmem-azure",
+    )

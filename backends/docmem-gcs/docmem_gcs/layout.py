@@ -11,15 +11,15 @@ and the store refuses with StoreNotConfigured, saying how to open or move it.
 
 The same request shows the bucket exists and the credentials work: a missing
 bucket is StoreNotConfigured here, where fake-gcs-server's downloads would
-answer a bare 404 that looks like a missing object.
+answer a bare 404 that looks like a missing object. Which names count, and
+the refusal, are :func:`docmem.backend.refuse_fsspec_layout`'s.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from docmem.errors import StoreNotConfigured
+from docmem.backend import refuse_fsspec_layout
 
 from .errors import gcs_answers
 
@@ -28,17 +28,15 @@ __all__ = ["PAGE", "check_layout", "foreign_folders"]
 #: Names asked for: a docmem-fsspec store's root holds nothing but key folders (and its
 #: probe objects), so its first page names a folder.
 PAGE = 8
-_KEY_FOLDER = re.compile(r"[A-Za-z0-9_-]{1,200}/")
 
 
 def foreign_folders(prefixes: Any, listed_under: str) -> list[str]:
-    """The sub-prefixes of ``listed_under`` named like a docmem key folder."""
-    found = []
-    for name in prefixes or ():
-        inside = isinstance(name, str) and name.startswith(listed_under)
-        if inside and _KEY_FOLDER.fullmatch(name[len(listed_under) :]):
-            found.append(name)
-    return found
+    """The listed sub-prefixes of ``listed_under``, relative to it and without their slash."""
+    return [
+        name[len(listed_under) : -1]
+        for name in prefixes or ()
+        if isinstance(name, str) and name.startswith(listed_under) and name.endswith("/")
+    ]
 
 
 def check_layout(client: Any, bucket: str, prefix: str, *, timeout: Any, url: str) -> None:
@@ -55,10 +53,6 @@ def check_layout(client: Any, bucket: str, prefix: str, *, timeout: Any, url: st
         )
         page = next(iterator.pages, None)
         prefixes = () if page is None else page.prefixes
-    if foreign_folders(prefixes, under):
-        fsspec_url = "fsspec+" + url
-        raise StoreNotConfigured(
-            f"{url} holds a docmem-fsspec store (a folder of commit-log objects per key), "
-            f"which this plug-in cannot read: open it as {fsspec_url}, or move it with "
-            f"`docmem migrate {fsspec_url} {url}`"
-        )
+    refuse_fsspec_layout(
+        foreign_folders(prefixes, under), at_root=not prefix, url=url, plugin="docmem-gcs"
+    )

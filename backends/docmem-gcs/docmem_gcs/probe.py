@@ -19,12 +19,11 @@ as the backend's are.
 from __future__ import annotations
 
 import contextlib
-import threading
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from docmem.backend import Check
+from docmem.backend import Check, race_creates
 from docmem.errors import (
     ConditionsNotHonoured,
     DocmemError,
@@ -192,31 +191,11 @@ def _conditional_checks(target: Target, name: str) -> list[Check]:
 def race(target: Target, writers: int) -> Check:
     """``writers`` threads create one probe object at once: exactly one may win."""
     name = _probe_name(target)
-    barrier = threading.Barrier(writers)
-    results: list[bool] = []
-    errors: list[BaseException] = []
-    lock = threading.Lock()
-
-    def create() -> None:
-        barrier.wait()
-        try:
-            accepted = _upload(target, name, b"docmem probe", 0)
-        except BaseException as exc:  # reported below, after every thread joined
-            with lock:
-                errors.append(exc)
-            return
-        with lock:
-            results.append(accepted is not None)
-
-    threads = [threading.Thread(target=create) for _ in range(writers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    _cleanup(target, name)
-    if errors:
-        raise errors[0]
-    return (f"{writers} concurrent creates have exactly one winner", results.count(True) == 1)
+    try:
+        winners = race_creates(lambda: _upload(target, name, b"docmem probe", 0), writers)
+    finally:
+        _cleanup(target, name)
+    return (f"{writers} concurrent creates have exactly one winner", winners == 1)
 
 
 def refuse(found: list[Check]) -> None:

@@ -19,12 +19,11 @@ are.
 from __future__ import annotations
 
 import contextlib
-import threading
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from docmem.backend import Check
+from docmem.backend import Check, race_creates
 from docmem.errors import (
     ConditionsNotHonoured,
     DocmemError,
@@ -197,31 +196,11 @@ def _conditional_checks(target: Target, key: str) -> list[Check]:
 def race(target: Target, writers: int) -> Check:
     """``writers`` threads create one probe object at once: exactly one may win."""
     key = _probe_key(target)
-    barrier = threading.Barrier(writers)
-    results: list[bool] = []
-    errors: list[BaseException] = []
-    lock = threading.Lock()
-
-    def create() -> None:
-        barrier.wait()
-        try:
-            accepted = _put(target, key, b"docmem probe", IfNoneMatch="*")
-        except BaseException as exc:  # reported below, after every thread joined
-            with lock:
-                errors.append(exc)
-            return
-        with lock:
-            results.append(accepted is not None)
-
-    threads = [threading.Thread(target=create) for _ in range(writers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    _cleanup(target, key)
-    if errors:
-        raise errors[0]
-    return (f"{writers} concurrent creates have exactly one winner", results.count(True) == 1)
+    try:
+        winners = race_creates(lambda: _put(target, key, b"docmem probe", IfNoneMatch="*"), writers)
+    finally:
+        _cleanup(target, key)
+    return (f"{writers} concurrent creates have exactly one winner", winners == 1)
 
 
 def refuse(found: list[Check]) -> None:

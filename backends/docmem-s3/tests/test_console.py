@@ -29,7 +29,8 @@ _FLOWS = Path(__file__).resolve().parents[3] / "tests" / "console" / "console_fl
 
 def _flows() -> ModuleType:
     spec = importlib.util.spec_from_file_location("console_flows", _FLOWS)
-    assert spec is not None and spec.loader is not None, _FLOWS
+    assert spec is not None, _FLOWS
+    assert spec.loader is not None, _FLOWS
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while it loads
     spec.loader.exec_module(module)

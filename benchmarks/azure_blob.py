@@ -49,14 +49,14 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import harness.s3
 from azure.core import MatchConditions
 from azure.core.exceptions import HttpResponseError, ResourceExistsError
 from azure.storage.blob import BlobServiceClient, BlobType, ContainerClient, ContentSettings
-from harness.arguments import add_output_arguments, override
+from harness.arguments import add_contention_arguments, add_output_arguments, override
+from harness.azure import Requests
 from harness.contention import Tally, contended_saves
-from harness.report import Result, describe, json_report, notes, table, verdict, versions
-from harness.timing import Sample, clock, interleave, log, settle
+from harness.report import Result, emit, versions
+from harness.timing import Sample, counted, interleave, log, measure, settle
 from harness.workload import bind, index_of, seeded, timed_save
 
 import docmem
@@ -86,30 +86,6 @@ FULL = Settings(
 QUICK = Settings(
     recall_runs=20, save_runs=12, writers=8, writer_saves=5, contention_runs=2, warmup=2
 )
-
-
-class Requests(harness.s3.Requests):
-    """HTTP responses the clients received while counting, by method and status.
-
-    The S3 harness's tally, fed by the Azure SDK's response hook instead of
-    botocore's events: ``StorageResponseHook`` sits inside the retry loop, so
-    each attempt counts.
-    """
-
-    def attach(self, *clients: Any) -> Requests:
-        """Hook every ``ContainerClient``'s StorageResponseHook."""
-        for client in clients:
-            for policy in client._pipeline._impl_policies:
-                if type(policy).__name__ == "StorageResponseHook":
-                    policy._response_callback = self._answered
-        return self
-
-    def _answered(self, response: Any) -> None:
-        if not self._active:
-            return
-        key = (str(response.http_request.method), str(response.http_response.status_code))
-        with self._lock:
-            self._counts[key] += 1
 
 
 class Account:
@@ -219,22 +195,6 @@ class Raw:
         self.writer.close()
 
 
-def measure(
-    warmup: int, runs: int, subject: Sample, baseline: Sample, ours: Requests, theirs: Requests
-) -> tuple[float, float, tuple[str, str]]:
-    """Warm up, then interleave ``runs`` rounds: both medians and the requests per call."""
-    interleave(warmup, subject, baseline)
-    ours.reset()
-    theirs.reset()
-    settle()
-    subject_times, baseline_times = interleave(runs, subject, baseline)
-    counted = (
-        f"docmem per call: {ours.per_call(runs)}",
-        f"baseline per run: {theirs.per_call(runs)}",
-    )
-    return statistics.median(subject_times), statistics.median(baseline_times), counted
-
-
 def blob_of(store: AzureBlobBackend, memory: docmem.BoundMemory) -> str:
     return store.blob_name(memory.scope.storage_key)
 
@@ -273,7 +233,7 @@ def bench_save(account: Account, settings: Settings) -> Result:
             return (time.perf_counter_ns() - start) / 1e9
 
     runs = settings.save_runs
-    subject, base, counted = measure(settings.warmup, runs, save, baseline, ours, theirs)
+    subject, base, per_call = measure(settings.warmup, runs, save, baseline, ours, theirs)
     raw.close()
     return Result(
         name="save, fresh cached version",
@@ -283,7 +243,7 @@ def bench_save(account: Account, settings: Settings) -> Result:
         baseline_name="one conditional upload_blob",
         target=1.15,
         runs=runs,
-        notes=counted,
+        notes=per_call,
     )
 
 
@@ -299,17 +259,9 @@ def bench_recall_full(account: Account, settings: Settings) -> Result:
     theirs = Requests().attach(*raw.clients())
     size = len(raw.get(name)[0])
     del seeded_memory
-
-    def recall() -> float:
-        with ours.counting():
-            return clock(memory.recall)
-
-    def baseline() -> float:
-        with theirs.counting():
-            return clock(lambda: raw.get(name))
-
+    recall, baseline = counted(ours, memory.recall), counted(theirs, lambda: raw.get(name))
     runs = settings.recall_runs
-    subject, base, counted = measure(settings.warmup, runs, recall, baseline, ours, theirs)
+    subject, base, per_call = measure(settings.warmup, runs, recall, baseline, ours, theirs)
     raw.close()
     return Result(
         name="recall, full read (cache off)",
@@ -319,7 +271,7 @@ def bench_recall_full(account: Account, settings: Settings) -> Result:
         baseline_name="one download_blob",
         target=1.05,
         runs=runs,
-        notes=counted,
+        notes=per_call,
     )
 
 
@@ -333,17 +285,10 @@ def bench_recall_unchanged(account: Account, settings: Settings) -> Result:
     ours = Requests().attach(*store.clients())
     theirs = Requests().attach(*raw.clients())
     memory.recall()
-
-    def recall() -> float:
-        with ours.counting():
-            return clock(memory.recall)
-
-    def baseline() -> float:
-        with theirs.counting():
-            return clock(lambda: raw.get_if_changed(name, etag))
-
+    recall = counted(ours, memory.recall)
+    baseline = counted(theirs, lambda: raw.get_if_changed(name, etag))
     runs = settings.recall_runs
-    subject, base, counted = measure(settings.warmup, runs, recall, baseline, ours, theirs)
+    subject, base, per_call = measure(settings.warmup, runs, recall, baseline, ours, theirs)
     raw.close()
     return Result(
         name="recall, unchanged (304)",
@@ -352,7 +297,7 @@ def bench_recall_unchanged(account: Account, settings: Settings) -> Result:
         baseline_name="one conditional download_blob (304)",
         target=1.0,
         runs=runs,
-        notes=counted,
+        notes=per_call,
     )
 
 
@@ -380,7 +325,7 @@ def bench_vs_fsspec_save(account: Account, settings: Settings) -> Result:
         return save
 
     runs = settings.save_runs
-    subject, base, counted = measure(
+    subject, base, per_call = measure(
         settings.warmup,
         runs,
         saver(ours_memory, ours),
@@ -395,7 +340,7 @@ def bench_vs_fsspec_save(account: Account, settings: Settings) -> Result:
         baseline_name="fsspec+az:// save",
         target=0.6,
         runs=runs,
-        notes=(counted[0], "docmem-fsspec: not counted (adlfs's async clients)"),
+        notes=(per_call[0], "docmem-fsspec: not counted (adlfs's async clients)"),
     )
 
 
@@ -409,15 +354,9 @@ def bench_vs_fsspec_recall(account: Account, settings: Settings) -> Result:
     their_memory.recall()
     ours = Requests().attach(*store.clients())
     uncounted = Requests()
-
-    def recall() -> float:
-        with ours.counting():
-            return clock(ours_memory.recall)
-
+    recall, baseline = counted(ours, ours_memory.recall), counted(uncounted, their_memory.recall)
     runs = settings.recall_runs
-    subject, base, counted = measure(
-        settings.warmup, runs, recall, lambda: clock(their_memory.recall), ours, uncounted
-    )
+    subject, base, per_call = measure(settings.warmup, runs, recall, baseline, ours, uncounted)
     return Result(
         name="recall, unchanged vs docmem-fsspec",
         subject=subject,
@@ -425,7 +364,7 @@ def bench_vs_fsspec_recall(account: Account, settings: Settings) -> Result:
         baseline_name="fsspec+az:// recall",
         target=0.9,
         runs=runs,
-        notes=(counted[0], "docmem-fsspec: not counted (adlfs's async clients)"),
+        notes=(per_call[0], "docmem-fsspec: not counted (adlfs's async clients)"),
     )
 
 
@@ -502,9 +441,7 @@ def parse_arguments(argv: Sequence[str] | None) -> tuple[Settings, bool]:
     parser.add_argument("--quick", action="store_true", help="a fast smoke run with small counts")
     parser.add_argument("--recall-runs", type=int, help="timed recalls per side and benchmark")
     parser.add_argument("--save-runs", type=int, help="timed saves per side and benchmark")
-    parser.add_argument("--writers", type=int, help="threads in the contention benchmark")
-    parser.add_argument("--writer-saves", type=int, help="saves per contention writer")
-    parser.add_argument("--contention-runs", type=int, help="contention runs per side")
+    add_contention_arguments(parser)
     add_output_arguments(parser)
     arguments = parser.parse_args(argv)
     settings = override(parser, QUICK if arguments.quick else FULL, arguments)
@@ -541,24 +478,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         account.clean_up()
     found = versions("agent-docmem-azure", "azure-storage-blob", "agent-docmem-fsspec", "adlfs")
-    if as_json:
-        context = {"endpoint": account.url, "container": account.container}
-        print(
-            json_report(
-                "azure", results, settings=settings, found=found, context=context, started=started
-            )
-        )
-        return 0
-    print(describe(found))
-    print(f"account {account.url}, container {account.container}; medians of interleaved runs")
-    print("ratio = docmem median / baseline median; difference = docmem - baseline")
-    print()
-    print(table(results))
-    print()
-    print("requests per timed call (HTTP status in parentheses), checks:")
-    print(notes(results, "check FAILED: a MISS"))
-    print()
-    print(verdict(results, started))
+    emit(
+        "azure",
+        results,
+        as_json=as_json,
+        settings=settings,
+        found=found,
+        context={"endpoint": account.url, "container": account.container},
+        where=f"account {account.url}, container {account.container}",
+        started=started,
+    )
     return 0
 
 

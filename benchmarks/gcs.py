@@ -38,7 +38,6 @@ Benchmarks never fail a build: the exit status is 0 whether a target is met or n
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import importlib.util
 import logging
@@ -47,7 +46,7 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -55,10 +54,11 @@ from urllib.parse import quote
 import requests
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import storage  # type: ignore[import-untyped]
+from harness.arguments import add_output_arguments, override
 from harness.contention import Tally, contended_saves
-from harness.report import Result, describe, json_report, notes, table, verdict, versions
-from harness.s3 import Requests
-from harness.timing import Sample, clock, interleave, log, settle
+from harness.gcs import Requests
+from harness.report import Result, emit, versions
+from harness.timing import Sample, clock, counted, interleave, log, measure, settle
 from harness.workload import bind, seeded
 
 import docmem
@@ -85,35 +85,6 @@ class Settings:
 
 FULL = Settings(runs=300, writers=8, writer_saves=25, contention_runs=3, warmup=10)
 QUICK = Settings(runs=20, writers=8, writer_saves=4, contention_runs=1, warmup=2)
-
-
-class Calls:
-    """HTTP answers a client received while counting, by method and status (a requests hook)."""
-
-    def __init__(self, *clients: Any) -> None:
-        self.seen: dict[str, int] = {}
-        self._on = False
-        for client in clients:
-            client._http.hooks["response"].append(self._received)
-
-    def _received(self, response: Any, *_: Any, **__: Any) -> None:
-        if self._on:
-            name = f"{response.request.method} {response.status_code}"
-            self.seen[name] = self.seen.get(name, 0) + 1
-
-    @contextlib.contextmanager
-    def counting(self) -> Iterator[None]:
-        self._on = True
-        try:
-            yield
-        finally:
-            self._on = False
-
-    def reset(self) -> None:
-        self.seen = {}
-
-    def per_call(self, runs: int) -> str:
-        return ", ".join(f"{n / runs:g} {name}" for name, n in sorted(self.seen.items())) or "none"
 
 
 @dataclasses.dataclass
@@ -145,29 +116,6 @@ class Emulator:
         return docmem.open_store(url, **FSSPEC_OPTIONS)
 
 
-def measure(
-    settings: Settings, subject: Sample, baseline: Sample, ours: Calls, theirs: Calls
-) -> tuple[float, float, tuple[str, str]]:
-    interleave(settings.warmup, subject, baseline)
-    ours.reset()
-    theirs.reset()
-    settle()
-    subject_times, baseline_times = interleave(settings.runs, subject, baseline)
-    counted = (
-        f"docmem per call: {ours.per_call(settings.runs)}",
-        f"baseline per call: {theirs.per_call(settings.runs)}",
-    )
-    return statistics.median(subject_times), statistics.median(baseline_times), counted
-
-
-def _counted(calls: Calls, function: Callable[[], object]) -> Sample:
-    def run() -> float:
-        with calls.counting():
-            return clock(function)
-
-    return run
-
-
 # -- against the SDK ---------------------------------------------------------
 
 
@@ -179,7 +127,7 @@ def bench_save(emulator: Emulator, settings: Settings) -> Result:
     data = store.read(memory.scope.storage_key).data  # type: ignore[union-attr]
     blob.upload_from_string(data, content_type=CONTENT_TYPE, if_generation_match=0, retry=None)
     generation = [blob.generation]
-    ours, theirs = Calls(store.client()), Calls(sdk)
+    ours, theirs = Requests().attach(store.client()), Requests().attach(sdk)
     count = [0]
 
     def save() -> float:
@@ -200,7 +148,9 @@ def bench_save(emulator: Emulator, settings: Settings) -> Result:
         )
         generation[0] = fresh.generation
 
-    subject, base, counted = measure(settings, save, _counted(theirs, upload), ours, theirs)
+    subject, base, per_call = measure(
+        settings.warmup, settings.runs, save, counted(theirs, upload), ours, theirs
+    )
     return Result(
         name="save",
         detail=f"{len(data):,} B",
@@ -209,7 +159,7 @@ def bench_save(emulator: Emulator, settings: Settings) -> Result:
         baseline_name="SDK conditional upload",
         target=1.15,
         runs=settings.runs,
-        notes=counted,
+        notes=per_call,
     )
 
 
@@ -219,7 +169,7 @@ def bench_recall(emulator: Emulator, settings: Settings, *, through: str | None 
     name = store.object_name(memory.scope.storage_key)
     sdk = emulator.sdk(through)
     generation = int(store.read(memory.scope.storage_key).version)  # type: ignore[union-attr]
-    ours, theirs = Calls(store.client()), Calls(sdk)
+    ours, theirs = Requests().attach(store.client()), Requests().attach(sdk)
 
     def download() -> None:
         blob = sdk.bucket(store.bucket).blob(name)
@@ -233,8 +183,9 @@ def bench_recall(emulator: Emulator, settings: Settings, *, through: str | None 
             if getattr(exc, "code", None) != 304:
                 raise
 
-    subject, base, counted = measure(
-        settings, _counted(ours, memory.recall), _counted(theirs, download), ours, theirs
+    recall, baseline = counted(ours, memory.recall), counted(theirs, download)
+    subject, base, per_call = measure(
+        settings.warmup, settings.runs, recall, baseline, ours, theirs
     )
     size = len(store.read(memory.scope.storage_key).data)  # type: ignore[union-attr]
     return Result(
@@ -245,7 +196,7 @@ def bench_recall(emulator: Emulator, settings: Settings, *, through: str | None 
         baseline_name="SDK download answered 304" if through else "SDK download",
         target=1.0 if through else 1.05,
         runs=settings.runs,
-        notes=counted,
+        notes=per_call,
     )
 
 
@@ -373,9 +324,9 @@ def bench_contention(emulator: Emulator, settings: Settings) -> Result:
 def parse_arguments(argv: Sequence[str] | None) -> tuple[Settings, bool]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run with small counts")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_output_arguments(parser)
     arguments = parser.parse_args(argv)
-    return (QUICK if arguments.quick else FULL), arguments.json
+    return override(parser, QUICK if arguments.quick else FULL, arguments), bool(arguments.json)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -408,24 +359,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         results.append(bench())
         log(f"{name}: {time.monotonic() - phase:.1f} s")
     found = versions("agent-docmem-gcs", "google-cloud-storage", "agent-docmem-fsspec", "gcsfs")
-    if as_json:
-        context = {"endpoint": emulator.url, "bucket": emulator.bucket}
-        print(
-            json_report(
-                "gcs", results, settings=settings, found=found, context=context, started=started
-            )
-        )
-        return 0
-    print(describe(found))
-    print(
-        f"fake-gcs-server at {emulator.url}, bucket {emulator.bucket}; medians of interleaved runs"
+    emit(
+        "gcs",
+        results,
+        as_json=as_json,
+        settings=settings,
+        found=found,
+        context={"endpoint": emulator.url, "bucket": emulator.bucket},
+        where=f"fake-gcs-server at {emulator.url}, bucket {emulator.bucket}",
+        started=started,
     )
-    print()
-    print(table(results))
-    print()
-    print(notes(results, "check FAILED"))
-    print()
-    print(verdict([r for r in results if r.target != float("inf")], started))
     return 0
 
 

@@ -89,7 +89,7 @@ from harness.arguments import (
 from harness.contention import Tally, contended_saves, entry_text, present, run_threads
 from harness.report import Result, describe, json_report, notes, table, verdict, versions
 from harness.s3 import Prefixes, Requests, S3Endpoint, check_bucket
-from harness.timing import Sample, clock, interleave, log, settle
+from harness.timing import Sample, clock, interleave, log, measure, settle
 from harness.workload import (
     SLOT,
     bind,
@@ -154,22 +154,6 @@ QUICK = Settings(
 
 
 # -- the endpoint, stores and raw clients ------------------------------------
-
-
-def measure(
-    warmup: int, runs: int, subject: Sample, baseline: Sample, ours: Requests, theirs: Requests
-) -> tuple[float, float, tuple[str, str]]:
-    """Warm up, then interleave ``runs`` rounds: both medians and the requests per call."""
-    interleave(warmup, subject, baseline)
-    ours.reset()
-    theirs.reset()
-    settle()
-    subject_times, baseline_times = interleave(runs, subject, baseline)
-    notes = (
-        f"docmem per call: {ours.per_call(runs)}",
-        f"baseline per run: {theirs.per_call(runs)}",
-    )
-    return statistics.median(subject_times), statistics.median(baseline_times), notes
 
 
 class Endpoint(S3Endpoint):

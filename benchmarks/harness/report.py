@@ -27,6 +27,7 @@ __all__ = [
     "Result",
     "compared",
     "describe",
+    "emit",
     "format_duration",
     "json_report",
     "layout",
@@ -211,3 +212,37 @@ def json_report(
         "errors": list(errors),
     }
     return json.dumps(report, indent=2, allow_nan=False)
+
+
+def emit(
+    benchmark: str,
+    results: Sequence[Result],
+    *,
+    as_json: bool,
+    settings: DataclassInstance,
+    found: Mapping[str, str],
+    context: Mapping[str, Any],
+    where: str,
+    started: float,
+) -> None:
+    """Print the report of a benchmark against a baseline: the JSON object, or the table.
+
+    ``where`` is the line saying what it ran on. The verdict counts the rows with a
+    target; a row without one (``inf``) only reports, and its checks.
+    """
+    if as_json:
+        report = json_report(
+            benchmark, results, settings=settings, found=found, context=context, started=started
+        )
+        print(report)
+        return
+    print(describe(found))
+    print(f"{where}; medians of interleaved runs")
+    print("ratio = docmem median / baseline median; difference = docmem - baseline")
+    print()
+    print(table(results))
+    print()
+    print("requests per timed call (HTTP status in parentheses), checks:")
+    print(notes(results, "check FAILED: a MISS"))
+    print()
+    print(verdict([result for result in results if math.isfinite(result.target)], started))

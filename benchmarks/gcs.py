@@ -13,7 +13,7 @@ reports the ratio of the two medians against its target (issue 27):
 * ``recall``: ``recall()`` of the document against one SDK download of it. fake-gcs-server
   ignores ``ifGenerationNotMatch`` and sends the body, so this is a full download on both
   sides. Target 1.05x.
-* ``recall, unchanged (304)``: the same through ``gcs_revalidator`` (the tests' proxy that
+* ``recall, unchanged (304)``: the same through ``Revalidator`` (the tests' proxy that
   answers ``ifGenerationNotMatch`` with a 304 as GCS does), against one SDK download with
   ``if_generation_not_match`` answered 304 through the same proxy. Target 1.0x.
 Each baseline uses a plain SDK client of its own, as SDK users build one. The store's
@@ -25,7 +25,7 @@ local emulator that is some 0.4 ms of a 5 ms request, most of docmem's margin.
   emulator, the same calls on both sides. Targets 0.6x and 0.9x. On the bare emulator a
   recall of an unchanged document is a full download for docmem-gcs (the emulator ignores
   ``ifGenerationNotMatch``) and a listing of the names after the one it holds for
-  docmem-fsspec; ``as GCS answers (304)`` runs both through ``gcs_revalidator``, where
+  docmem-fsspec; ``as GCS answers (304)`` runs both through ``Revalidator``, where
   docmem-gcs gets the 304 GCS would send.
 * ``contention``: 8 threads, each with its own store and ``FileMemory``, save into one new
   scope; every entry must be present afterwards (lost updates: 0), against the same work by
@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import logging
 import os
 import statistics
@@ -47,7 +46,6 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -63,13 +61,13 @@ from harness.workload import bind, seeded
 
 import docmem
 from docmem.provider.document import MAX_DOCUMENT_BYTES
+from docmem.testing.rewriting_proxy import Revalidator
 from docmem_gcs import GcsBackend
 from docmem_gcs.backend import CONTENT_TYPE
 
 # gcsfs's Storage Control API client (gRPC) logs every failed handshake with the emulator.
 os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 NAMESPACE = "bench:gcs"
-_TESTS = Path(__file__).resolve().parents[1] / "backends" / "docmem-gcs" / "tests"
 #: gcsfs asks a Storage Control API the emulator does not speak; let it give up at once.
 FSSPEC_OPTIONS: dict[str, Any] = {"retry_timeout": 0.01}
 
@@ -200,14 +198,9 @@ def bench_recall(emulator: Emulator, settings: Settings, *, through: str | None 
     )
 
 
-def revalidator(emulator: Emulator) -> Any:
+def revalidator(emulator: Emulator) -> Revalidator:
     """The tests' proxy that answers ``ifGenerationNotMatch`` with a 304, as GCS does."""
-    spec = importlib.util.spec_from_file_location("gcs_revalidator", _TESTS / "gcs_revalidator.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.Revalidator(emulator.url)
+    return Revalidator(emulator.url)
 
 
 def bench_recall_304(emulator: Emulator, settings: Settings) -> Result:

@@ -56,6 +56,8 @@ processes killed mid-save) for stores on a local disk,
 network store's fault campaigns (resets, lost answers, 5xx, cut bodies),
 :mod:`docmem.testing.faultcampaign` the campaign run through it (writer
 threads, then docmem's promises checked on the document read back),
+:mod:`docmem.testing.rewriting_proxy` a forwarding HTTP proxy whose request and
+answer rewriting is given by callables (an emulator made to ignore a precondition),
 :mod:`docmem.testing.redaction` the canary helpers, and
 :mod:`docmem.testing.volumes` a real tmpfs volume to unmount under a store;
 each is imported from its module. For framework adapters,

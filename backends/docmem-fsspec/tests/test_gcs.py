@@ -22,10 +22,10 @@ from typing import Any
 import fsspec
 import pytest
 from fsspec_stores import GCS_OPTIONS, Raw, gcs_url, require, store_options, store_url
-from gcsproxy import GenerationStripper
 
 import docmem
 from docmem.errors import StoreNotConfigured, StoreUnavailable, WriteOutcomeUnknown
+from docmem.testing.rewriting_proxy import GenerationStripper
 from docmem_fsspec import ConditionsNotHonoured, FsspecBackend
 from docmem_fsspec.dialects import GcsfsDialect, dialect_for
 from docmem_fsspec.probe import PROBE_PREFIX
@@ -33,7 +33,7 @@ from docmem_fsspec.probe import PROBE_PREFIX
 SCOPE = docmem.lock_scope(namespace="tests:fsspec-gcs", scope=("user", "u_1"))
 #: docmem-s3's sentence for a store whose second create of one object succeeds.
 REFUSAL = (
-    "the gs store does not honour conditional writes as docmem needs them, so concurrent "
+    "the fsspec+gs store does not honour conditional writes as docmem needs them, so concurrent "
     "updates would be lost or fail; docmem refuses it. Failed: a second create of the same "
     "object is refused"
 )

@@ -2,31 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 from gcs_servers import endpoint, free_port, store_url
 
+from docmem.testing.rewriting_proxy import GenerationStripper
 from docmem_gcs.__main__ import main
 
 pytestmark = pytest.mark.integration
 
-_GCSPROXY = Path(__file__).parents[2] / "docmem-fsspec" / "tests" / "gcsproxy.py"
-
 
 @pytest.fixture
-def stripper() -> Iterator[Any]:
-    spec = importlib.util.spec_from_file_location("docmem_gcs_cli_gcsproxy", _GCSPROXY)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    with module.GenerationStripper(endpoint()) as proxy:
+def stripper() -> Iterator[GenerationStripper]:
+    with GenerationStripper(endpoint()) as proxy:
         yield proxy
 
 
@@ -39,7 +28,7 @@ def test_probe_prints_every_check(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_probe_refuses_a_server_that_ignores_the_condition(
-    stripper: Any, capsys: pytest.CaptureFixture[str]
+    stripper: GenerationStripper, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["probe", store_url(through=stripper.url)]) == 1
     assert capsys.readouterr().out.startswith("REFUSED: ")

@@ -2,9 +2,9 @@
 
 GCS answers a download with ``ifGenerationNotMatch=<the current generation>``
 with a 304 and no body; fake-gcs-server sends the body anyway, so these tests
-put ``gcs_revalidator`` (which answers the 304 the way GCS does) between the
-store and the emulator. Without it the read is a miss that still reports the
-generation of the bytes it got.
+put ``Revalidator`` (``docmem.testing.rewriting_proxy``, which answers the 304
+the way GCS does) between the store and the emulator. Without it the read is a
+miss that still reports the generation of the bytes it got.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from gcs_revalidator import Revalidator
 from gcs_servers import endpoint
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -22,6 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import docmem
 from docmem import telemetry
+from docmem.testing.rewriting_proxy import Revalidator
 from docmem_gcs import GcsBackend
 
 pytestmark = pytest.mark.integration

@@ -1,7 +1,6 @@
 """The first-write verification: a server that ignores the preconditions is refused.
 
-``GenerationStripper`` (docmem-fsspec's test proxy, loaded from its file: it
-belongs in docmem.testing, where the lead may move it) removes
+``GenerationStripper`` (``docmem.testing.rewriting_proxy``) removes
 ``ifGenerationMatch`` from every request on its way to fake-gcs-server:
 what an emulator or gateway that ignores the condition looks like. The
 verification runs once per process and store, concurrent first writes wait
@@ -10,46 +9,33 @@ for one, and a forked child verifies on its own.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from gcs_servers import endpoint
 
 import docmem
+from docmem.testing.rewriting_proxy import GenerationStripper
 from docmem_gcs import ConditionsNotHonoured, GcsBackend, probe
 
 pytestmark = pytest.mark.integration
 
 SCOPE = docmem.lock_scope(namespace="tests:gcs-verification", scope=("user", "u_1"))
-_GCSPROXY = Path(__file__).parents[2] / "docmem-fsspec" / "tests" / "gcsproxy.py"
-
-
-def _stripper_class() -> Any:
-    spec = importlib.util.spec_from_file_location("docmem_gcs_tests_gcsproxy", _GCSPROXY)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module.GenerationStripper
 
 
 @pytest.fixture
-def stripper() -> Iterator[Any]:
-    with _stripper_class()(endpoint()) as proxy:
+def stripper() -> Iterator[GenerationStripper]:
+    with GenerationStripper(endpoint()) as proxy:
         yield proxy
 
 
 def test_a_server_that_ignores_if_generation_match_is_refused(
-    open_gcs: Callable[..., GcsBackend], stripper: Any
+    open_gcs: Callable[..., GcsBackend], stripper: GenerationStripper
 ) -> None:
     store = open_gcs(through=stripper.url)
     memory = docmem.FileMemory(store).bind(SCOPE, slot="user")

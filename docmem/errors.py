@@ -152,6 +152,9 @@ class HistoryKept(StoreUnavailable):
     """
 
     code = "history_kept"
+    #: Whether erasing again under the same mutation id retries the purge (docmem-s3's
+    #: does, once the store allows it); ``False`` for a store that never deletes versions.
+    erase_again_purges: bool = True
 
 
 class VersionConflict(DocmemError):

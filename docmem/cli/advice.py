@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from docmem.errors import DocmemError
+from docmem.errors import DocmemError, HistoryKept
 
 __all__ = ["advice"]
 
@@ -57,8 +57,11 @@ def _by_code(error: DocmemError, *, key: str | None, mutation_id: str | None) ->
         return "check the --store URL (or DOCMEM_STORE) and that the store is reachable"
     if code == "store_busy" and mutation_id is not None and error.outcome != "unknown":
         return f"retry with --mutation-id {mutation_id}"
-    if code == "history_kept" and mutation_id is not None:
-        return f"once the store allows the purge, erase again with --mutation-id {mutation_id}"
+    if isinstance(error, HistoryKept):
+        if not error.erase_again_purges:
+            return "remove the older versions the message names with the store's own tools"
+        if mutation_id is not None:
+            return f"once the store allows the purge, erase again with --mutation-id {mutation_id}"
     if code == "mutation_conflict":
         return "pass a new --mutation-id for a new request"
     if code == "mutation_ambiguous":

@@ -299,3 +299,21 @@ def test_the_advice_for_an_unknown_outcome_names_inspect_and_the_retry() -> None
     assert advice(error, {"mutation_id": "op-7"}) == (
         "nothing was changed; retry with --mutation-id op-7"
     )
+
+
+def test_the_advice_for_a_kept_history_asks_the_error_whether_erasing_again_purges() -> None:
+    class NeverPurged(docmem_package.HistoryKept):
+        erase_again_purges = False  # as docmem-azure's and docmem-gcs's say
+
+    retried = docmem_package.HistoryKept("older versions are left")
+    retried.outcome = "committed"
+    assert advice(retried, {"mutation_id": "gdpr-1"}) == (
+        "the change itself is stored; once the store allows the purge, "
+        "erase again with --mutation-id gdpr-1"
+    )
+    kept = NeverPurged("older versions are left")
+    kept.outcome = "committed"
+    assert advice(kept, {"mutation_id": "gdpr-1"}) == (
+        "the change itself is stored; "
+        "remove the older versions the message names with the store's own tools"
+    )

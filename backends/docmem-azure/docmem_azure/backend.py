@@ -144,6 +144,8 @@ class HistoryKept(docmem_errors.HistoryKept):
     account's lifecycle management.
     """
 
+    erase_again_purges = False  # docmem-azure deletes no blob version, however often asked
+
 
 class AzureBlobBackend(Backend):
     """Documents in one container under an optional prefix; see the module docstring.

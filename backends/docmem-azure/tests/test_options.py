@@ -192,3 +192,11 @@ def test_account_url_must_be_an_endpoint() -> None:
             docmem.open_store(URL, account_url=bad, credential=AzureSasCredential("sv=1&sig=x"))
     with pytest.raises(docmem.StoreNotConfigured, match="not both"):
         docmem.open_store(URL, account_url="https://a.blob.core.windows.net", account_name="abc")
+
+
+def test_erasing_again_never_purges_azure_blob_versions() -> None:
+    from docmem.cli.advice import advice
+    from docmem_azure import HistoryKept
+
+    assert HistoryKept.erase_again_purges is False
+    assert "erase again" not in (advice(HistoryKept("left"), {"mutation_id": "m-1"}) or "")

@@ -43,6 +43,8 @@ class HistoryKept(docmem_errors.HistoryKept):
     :attr:`object_name` their object; neither is memory text.
     """
 
+    erase_again_purges = False  # docmem-gcs deletes no older generation, however often asked
+
     def __init__(
         self,
         message: str,

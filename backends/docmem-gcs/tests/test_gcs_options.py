@@ -161,3 +161,11 @@ def test_the_sdk_environment_never_redirects_a_store(monkeypatch: pytest.MonkeyP
     local = docmem.open_store("gs://b/p?endpoint_url=http://127.0.0.1:4443")
     assert isinstance(local, GcsBackend)
     assert local.client()._connection.API_BASE_URL == "http://127.0.0.1:4443"
+
+
+def test_erasing_again_never_purges_older_generations() -> None:
+    from docmem.cli.advice import advice
+    from docmem_gcs import HistoryKept
+
+    assert HistoryKept.erase_again_purges is False
+    assert "erase again" not in (advice(HistoryKept("left"), {"mutation_id": "m-1"}) or "")
